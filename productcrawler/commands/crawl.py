@@ -1,0 +1,47 @@
+"""``scrapy crawl``, with start-up checks and an exit code that tells the truth.
+
+Replaces Scrapy's command of the same name (COMMANDS_MODULE): a configuration
+error prints one line and exits 2 before anything starts; a crawl that stopped
+for any reason but "finished" or an operator's stop exits 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+
+from productcrawler import preflight, stat_keys
+from productcrawler.config import ConfigError
+
+if TYPE_CHECKING:
+    import argparse
+
+#: Finish reasons that are not failures: the pass ended, or an operator stopped
+#: it (Ctrl-C, SIGTERM, scrapyd's cancel) and the next run resumes it.
+_CLEAN_REASONS = ("finished", "shutdown")
+
+
+class Command(ScrapyCrawlCommand):
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1 or args[0] != "products":
+            super().run(args, opts)
+            return
+        assert self.settings is not None
+        try:
+            preflight.check(self.settings, opts.spargs)
+        except ConfigError as error:
+            print(f"productcrawler: configuration error: {error}", file=sys.stderr)
+            self.exitcode = 2
+            return
+        assert self.crawler_process is not None
+        crawler = self._create_crawler(args[0])
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1
+            return
+        reason = crawler.stats.get_value(stat_keys.EXIT_REASON) or crawler.stats.get_value("finish_reason")
+        if reason not in _CLEAN_REASONS:
+            self.exitcode = 1

@@ -1,0 +1,68 @@
+"""A progress line at a steady interval, and one summary line at the end."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+from twisted.internet import reactor
+from twisted.internet.task import LoopingCall
+
+from productcrawler import stat_keys
+from productcrawler.config import CrawlConfig
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+class ProgressLog:
+    def __init__(self, crawler: Crawler, interval: float) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.interval = interval
+        self._task = LoopingCall(self.log_progress)
+        self._started = 0.0
+        self._spider: Spider | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ProgressLog:
+        extension = cls(crawler, CrawlConfig.from_settings(crawler.settings).progress_interval)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_opened(self, spider: Spider) -> None:
+        self._spider = spider
+        self._started = reactor.seconds()  # type: ignore[attr-defined]
+        self._task.start(self.interval, now=False)
+
+    def outcomes(self) -> tuple[int, int, int]:
+        return (self.stats.get_value(stat_keys.STORED, 0), self.stats.get_value(stat_keys.MISSING, 0),
+                self.stats.get_value(stat_keys.FAILED, 0))
+
+    def log_progress(self) -> None:
+        ledger = getattr(self._spider, "ledger", None)
+        if ledger is None:
+            return
+        stored, missing, failed = self.outcomes()
+        this_run = stored + missing + failed
+        done = ledger.done_at_start + this_run
+        elapsed = max(reactor.seconds() - self._started, 1e-9)  # type: ignore[attr-defined]
+        rate = this_run / elapsed
+        remaining = max(ledger.total - done, 0)
+        eta = f"{remaining / rate:.0f} s" if rate > 0 else "unknown"
+        logger.info("Progress: %d/%d ids done (%.1f%%), %d stored, %d missing, %d failed; "
+                    "%.0f ids/s, ETA %s", done, ledger.total, 100.0 * done / ledger.total,
+                    stored, missing, failed, rate, eta)
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self._task.running:
+            self._task.stop()
+        stored, missing, failed = self.outcomes()
+        elapsed = reactor.seconds() - self._started  # type: ignore[attr-defined]
+        logger.info("Finished (%s) in %.1f s: %d stored, %d missing, %d failed in this run",
+                    self.stats.get_value(stat_keys.EXIT_REASON) or reason, elapsed, stored, missing, failed)

@@ -1,0 +1,183 @@
+"""Item pipeline: batched upserts of products and failures, off the reactor thread.
+
+``process_item`` returns a Deferred that fires once the item's batch is
+committed, so an item counts as scraped (and its id as done) only when its row
+is durable, and a slow or unreachable database slows the crawl down instead of
+piling items up in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
+from twisted.internet.task import LoopingCall, deferLater
+
+from productcrawler import signals, stat_keys
+from productcrawler.config import CrawlConfig
+from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
+from productcrawler.storage import database_for
+from productcrawler.storage.database import ensure_schema, utcnow, write_batch
+from productcrawler.storage.errors import is_connection_error
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from scrapy.crawler import Crawler
+
+    from productcrawler.storage.database import Database
+
+logger = logging.getLogger(__name__)
+
+# A batch that could not be written is tried again after this many seconds,
+# doubling up to _RETRY_DELAY_MAX, until DATABASE_OUTAGE_MAX has passed.
+_RETRY_DELAY_MIN = 0.5
+_RETRY_DELAY_MAX = 8.0
+
+
+class _Pending:
+    __slots__ = ("deferred", "item", "recorded_at")
+
+    def __init__(self, item: ProductItem | FailureItem) -> None:
+        self.item = item
+        self.deferred: Deferred[None] = Deferred()
+        self.recorded_at: datetime = utcnow()
+
+
+class DatabaseUnavailable(Exception):
+    """The database stayed unreachable for longer than DATABASE_OUTAGE_MAX."""
+
+
+class StoragePipeline:
+    def __init__(self, crawler: Crawler, database: Database, config: CrawlConfig) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.database = database
+        self.batch_size = config.database_batch_size
+        self.flush_interval = config.database_flush_interval
+        self.outage_max = config.database_outage_max
+        self._pending: list[_Pending] = []
+        self._writer: Deferred[None] | None = None
+        self._timer = LoopingCall(self._flush)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
+        return cls(crawler, database_for(crawler), CrawlConfig.from_settings(crawler.settings))
+
+    async def open_spider(self) -> None:
+        await maybe_deferred_to_future(self.database.run(ensure_schema))
+        self._timer.start(self.flush_interval, now=False)
+
+    async def close_spider(self) -> None:
+        if self._timer.running:
+            self._timer.stop()
+        while self._pending or self._writer is not None:
+            self._flush()
+            if self._writer is None:
+                break
+            await maybe_deferred_to_future(self._writer)
+        if self._pending:
+            logger.error("%d outcomes were not written (the database was unavailable); "
+                         "a restart fetches their ids again", len(self._pending))
+
+    async def process_item(self, item: Any) -> Any:
+        if not isinstance(item, (ProductItem, FailureItem)):
+            raise TypeError(f"StoragePipeline got {type(item).__name__}, expected ProductItem or FailureItem")
+        pending = _Pending(item)
+        self._pending.append(pending)
+        if len(self._pending) >= self.batch_size:
+            self._flush()
+        await maybe_deferred_to_future(pending.deferred)
+        return item
+
+    def _flush(self) -> None:
+        """Start the writer unless it runs already; it drains what is pending."""
+        if self._writer is None and self._pending:
+            self._writer = deferred_from_coro(self._drain())
+            self._writer.addBoth(self._writer_done)
+
+    def _writer_done(self, result: Any) -> None:
+        self._writer = None
+        from twisted.python.failure import Failure
+
+        if isinstance(result, Failure):
+            if result.check(DatabaseUnavailable):
+                self._stop_crawl(result.value)
+            else:
+                logger.error("The database writer failed", exc_info=(result.type, result.value, result.tb))
+
+    async def _drain(self) -> None:
+        """The single writer: one batch at a time, in arrival order."""
+        outage_started: float | None = None
+        delay = _RETRY_DELAY_MIN
+        while self._pending:
+            batch, self._pending = self._pending[: self.batch_size], self._pending[self.batch_size:]
+            try:
+                await self._write(batch)
+            except Exception as error:  # noqa: BLE001 - classified below
+                if not is_connection_error(error):
+                    await self._write_one_by_one(batch)
+                    continue
+                self._pending[:0] = batch
+                now = reactor.seconds()  # type: ignore[attr-defined]
+                if outage_started is None:
+                    outage_started = now
+                    logger.warning("Cannot write to the database (%s); holding %d outcomes and "
+                                   "retrying for up to %.0f s", error, len(self._pending), self.outage_max)
+                self.stats.inc_value(stat_keys.DB_WRITE_ERRORS)
+                if now - outage_started >= self.outage_max:
+                    raise DatabaseUnavailable(str(error)) from error
+                await maybe_deferred_to_future(deferLater(reactor, delay, lambda: None))
+                delay = min(delay * 2, _RETRY_DELAY_MAX)
+                continue
+            if outage_started is not None:
+                logger.info("The database is reachable again after %.1f s; writing resumes",
+                            reactor.seconds() - outage_started)  # type: ignore[attr-defined]
+                outage_started, delay = None, _RETRY_DELAY_MIN
+            self._committed(batch)
+
+    async def _write(self, batch: list[_Pending]) -> None:
+        products = [p.item for p in batch if isinstance(p.item, ProductItem)]
+        failures = [(p.item, p.recorded_at) for p in batch if isinstance(p.item, FailureItem)]
+        await maybe_deferred_to_future(self.database.run(write_batch, products, failures))
+
+    async def _write_one_by_one(self, batch: list[_Pending]) -> None:
+        """One bad row must not sink its batch: find it, and record why it failed."""
+        self.stats.inc_value(stat_keys.DB_WRITE_ERRORS)
+        logger.warning("The database rejected a batch of %d rows; writing them one by one", len(batch))
+        for index, entry in enumerate(batch):
+            try:
+                await self._write([entry])
+            except Exception as error:  # noqa: BLE001
+                if is_connection_error(error):
+                    self._pending[:0] = batch[index:]
+                    return
+                self.stats.inc_value(stat_keys.DB_ROWS_REJECTED)
+                logger.error("The database rejected the row of product %d: %s", entry.item.product_id, error)
+                entry.item = FailureItem(entry.item.product_id, FAILED, None,
+                                         f"db_rejected: {error}"[:255], getattr(entry.item, "attempts", 1))
+                self._pending[:0] = [entry, *batch[index + 1:]]
+                return
+            self._committed([entry])
+
+    def _committed(self, batch: list[_Pending]) -> None:
+        products = [p.item for p in batch if isinstance(p.item, ProductItem)]
+        failures = [p.item for p in batch if isinstance(p.item, FailureItem)]
+        self.stats.inc_value(stat_keys.DB_BATCHES)
+        if products:
+            self.stats.inc_value(stat_keys.STORED, len(products))
+        for failure in failures:
+            self.stats.inc_value(stat_keys.MISSING if failure.outcome == MISSING else stat_keys.FAILED)
+        self.crawler.signals.send_catch_log(signals.outcomes_committed, products=products, failures=failures)
+        for entry in batch:
+            entry.deferred.callback(None)
+
+    def _stop_crawl(self, error: BaseException) -> None:
+        logger.error("The database has been unavailable for %.0f s (%s); stopping the crawl. "
+                     "Nothing is lost: the next run resumes the pass.", self.outage_max, error)
+        self.stats.set_value(stat_keys.EXIT_REASON, "database_unavailable")
+        if self.crawler.engine is not None:
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason="database_unavailable"))

@@ -1,0 +1,244 @@
+"""When to retry a product request, how long to wait first, and when to give up.
+
+One policy serves two callers: :class:`~productcrawler.middlewares.retry.ApiRetryMiddleware`
+(HTTP statuses and download errors) and the spider (a 200 whose body is not a
+product). Both ask :meth:`RetryPolicy.next_step`, which answers with either
+
+* a new request built by Scrapy's ``get_retry_request()`` (so ``retry_times``,
+  ``dont_filter``, the priority adjustment and the ``retry/*`` stats behave as
+  with Scrapy's own retry middleware) that carries ``meta["retry_delay"]``, the
+  seconds the scheduler must hold it before sending it, or
+* the :class:`~productcrawler.items.FailureItem` to store once the retries of
+  that product id are used up.
+
+Nothing here sleeps: the delay is data, the scheduler enforces it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from scrapy.downloadermiddlewares.retry import get_retry_request
+from scrapy.exceptions import IgnoreRequest
+
+from productcrawler import stat_keys
+from productcrawler.config import CrawlConfig
+from productcrawler.items import FAILED, MISSING, FailureItem
+from productcrawler.retry_after import parse_retry_after
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+RETRY_DELAY_META = "retry_delay"
+
+
+class GiveUp(IgnoreRequest):
+    """A product id is finished without a product; ``item`` records why.
+
+    Raised by the retry middleware; the spider's errback yields
+    ``failure.value.item`` so that the failure is stored like any other item.
+    """
+
+    def __init__(self, item: FailureItem):
+        super().__init__(
+            f"product {item.product_id}: {item.outcome} ({item.reason}) "
+            f"after {item.attempts} attempt(s)"
+        )
+        self.item = item
+
+
+class RetryPolicy:
+    """Retry decisions and delays for product requests.
+
+    ``rng`` (``uniform(a, b)``) and ``clock`` (Unix time, used for the date
+    form of ``Retry-After``) are injectable so that tests are deterministic.
+    """
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        *,
+        max_retries: int,
+        backoff_base: float,
+        backoff_max: float,
+        retry_after_max: float,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.retry_after_max = retry_after_max
+        self._rng = rng if rng is not None else random.Random()
+        self._clock = clock
+        self._capped_logged = False
+        self._malformed_logged = False
+
+    @classmethod
+    def from_crawler(
+        cls,
+        crawler: Crawler,
+        *,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> Self:
+        config = CrawlConfig.from_settings(crawler.settings)  # raises ConfigError (ValueError)
+        return cls(
+            crawler,
+            max_retries=config.max_retries,
+            backoff_base=config.retry_backoff_base,
+            backoff_max=config.retry_backoff_max,
+            retry_after_max=config.retry_after_max,
+            rng=rng,
+            clock=clock,
+        )
+
+    # -- decisions ---------------------------------------------------------
+
+    def next_step(
+        self,
+        request: Request,
+        *,
+        reason: str,
+        http_status: int | None,
+        retry_after: float | None = None,
+    ) -> Request | FailureItem:
+        """Retry ``request`` after a delay, or give its product id up as FAILED.
+
+        ``reason`` names the failure in stats and in the stored failure
+        (``http_503``, ``timeout``, ``bad_response/html``, ...); ``http_status``
+        is the status of the failed response, ``None`` for a download error;
+        ``retry_after`` is the server's ``Retry-After`` in seconds, if any
+        (see :meth:`retry_after`).
+        """
+        retry_times = request.meta.get("retry_times", 0)
+        max_retry_times = request.meta.get("max_retry_times")
+        new_request = get_retry_request(
+            request,
+            spider=self._spider(),
+            reason=reason,
+            max_retry_times=self.max_retries if max_retry_times is None else max_retry_times,
+            priority_adjust=request.meta.get("priority_adjust"),
+            logger=logger,
+            give_up_log_level=request.meta.get("give_up_log_level", logging.DEBUG),
+        )
+        if new_request is None:
+            return self.give_up(request, reason=reason, http_status=http_status)
+        delay = self.delay(retry_times, retry_after)
+        new_request.meta[RETRY_DELAY_META] = delay
+        if delay > 0:
+            self.stats.inc_value(stat_keys.RETRY_DELAYED)
+            self.stats.inc_value(stat_keys.RETRY_DELAY_SECONDS, delay)
+        logger.debug(
+            "Retry %(retry_times)d of %(request)s (%(reason)s) held for %(delay).3fs",
+            {"retry_times": retry_times + 1, "request": request, "reason": reason, "delay": delay},
+        )
+        return new_request
+
+    def give_up(
+        self,
+        request: Request,
+        *,
+        reason: str,
+        http_status: int | None,
+        outcome: str = FAILED,
+    ) -> FailureItem:
+        """The failure to store for the product id of ``request``, not retried."""
+        if outcome not in (FAILED, MISSING):
+            raise ValueError(f"outcome={outcome!r} is neither {FAILED!r} nor {MISSING!r}")
+        item = FailureItem(
+            product_id=request.meta["product_id"],
+            outcome=outcome,
+            http_status=http_status,
+            reason=reason,
+            attempts=request.meta.get("retry_times", 0) + 1,
+        )
+        if outcome == FAILED:
+            self.stats.inc_value(stat_keys.failed_reason(reason))
+        logger.debug(
+            "Gave up on product %(product_id)s: %(outcome)s (%(reason)s) "
+            "after %(attempts)d attempt(s)",
+            {"product_id": item.product_id, "outcome": outcome, "reason": reason,
+             "attempts": item.attempts},
+        )
+        return item
+
+    # -- delays ------------------------------------------------------------
+
+    def delay(self, retry_times: int, retry_after: float | None = None) -> float:
+        """Seconds to hold the retry of a request that already had ``retry_times`` retries.
+
+        Records the ``Retry-After`` stats (honoured counts capped values too),
+        so :meth:`next_step` calls it only once a retry is granted.
+
+        A ``Retry-After`` replaces the backoff: the server knows when it will
+        be ready better than we do. It is capped at ``RETRY_AFTER_MAX`` so that
+        one odd header cannot park an id for a day.
+        """
+        if retry_after is None:
+            return self.backoff(retry_times)
+        self.stats.inc_value(stat_keys.RETRY_AFTER_HONOURED)
+        if retry_after > self.retry_after_max:
+            self.stats.inc_value(stat_keys.RETRY_AFTER_CAPPED)
+            if not self._capped_logged:
+                self._capped_logged = True
+                logger.warning(
+                    "Retry-After of %(retry_after).0fs exceeds RETRY_AFTER_MAX=%(max)gs, "
+                    "waiting %(max)gs instead (further cappings are only counted in stats)",
+                    {"retry_after": retry_after, "max": self.retry_after_max},
+                )
+            return self.retry_after_max
+        return max(0.0, retry_after)
+
+    def backoff(self, retry_times: int) -> float:
+        """Exponential backoff with "equal jitter".
+
+        The ceiling doubles with each retry, ``min(RETRY_BACKOFF_MAX,
+        RETRY_BACKOFF_BASE * 2**retry_times)``; the delay is half the ceiling
+        plus a uniform draw over the other half. Full jitter (a draw over the
+        whole range) spreads load marginally better but can come out at ~0,
+        i.e. hit an API that has just failed again at once; the rate limiter
+        already spaces requests, so the guaranteed minimum wait is the part we
+        want, and the random half still breaks up the herd of ids that fail
+        together during an outage.
+        """
+        try:
+            ceiling = min(self.backoff_max, self.backoff_base * 2.0 ** max(0, retry_times))
+        except OverflowError:
+            ceiling = self.backoff_max
+        half = ceiling / 2
+        return half + self._rng.uniform(0, half)
+
+    def retry_after(self, response: Response) -> float | None:
+        """The ``Retry-After`` of ``response`` in seconds; ``None`` if absent or malformed."""
+        raw = response.headers.get("Retry-After")
+        if raw is None:
+            return None
+        seconds = parse_retry_after(raw, now=self._clock())
+        if seconds is None:
+            self.stats.inc_value(stat_keys.RETRY_AFTER_MALFORMED)
+            if not self._malformed_logged:
+                self._malformed_logged = True
+                logger.warning(
+                    "Ignoring malformed Retry-After %(value)r on %(response)s, using backoff "
+                    "(further malformed values are only counted in stats)",
+                    {"value": raw, "response": response},
+                )
+        return seconds
+
+    def _spider(self) -> Spider:
+        spider: Any = self.crawler.spider
+        if spider is None:
+            raise RuntimeError("RetryPolicy used before the crawler has a spider")
+        return spider

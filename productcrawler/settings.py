@@ -1,0 +1,78 @@
+"""Scrapy settings for productcrawler.
+
+The configuration contract (API_BASE_URL, DATABASE_URL, ...) is read from the
+environment here, at project priority, so ``-s NAME=value`` and scrapyd's
+``setting=NAME=value`` (command-line priority) win over it. Its parsing and
+validation live in ``productcrawler.config``. Every non-default Scrapy setting
+below says why it is set.
+"""
+
+from productcrawler.config import DEFAULTS, from_environment
+
+BOT_NAME = "productcrawler"
+SPIDER_MODULES = ["productcrawler.spiders"]
+NEWSPIDER_MODULE = "productcrawler.spiders"
+COMMANDS_MODULE = "productcrawler.commands"
+
+# The contract: environment first, then the default; -s wins over both.
+for _name in DEFAULTS:
+    globals()[_name] = from_environment(_name)
+del _name
+
+# An API client, not a site crawler: no robots.txt, no cookies, no redirects
+# to other hosts worth following, no referer bookkeeping per request.
+ROBOTSTXT_OBEY = False
+COOKIES_ENABLED = False
+REDIRECT_ENABLED = False
+METAREFRESH_ENABLED = False
+REFERER_ENABLED = False
+USER_AGENT = "productcrawler (+https://github.com/productcrawler)"
+DEFAULT_REQUEST_HEADERS = {"Accept": "application/json"}
+
+DOWNLOADER_MIDDLEWARES = {
+    # Ours replaces Scrapy's at the same place: it honours Retry-After, backs
+    # off with jitter and records the ids it gives up.
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "productcrawler.middlewares.retry.ApiRetryMiddleware": 550,
+    "productcrawler.middlewares.auth.ApiKeyMiddleware": 590,
+    # Closest to the downloader: every request actually sent takes a token,
+    # retries included.
+    "productcrawler.middlewares.ratelimit.TokenBucketMiddleware": 950,
+}
+
+ITEM_PIPELINES = {
+    "productcrawler.pipelines.storage.StoragePipeline": 300,
+}
+
+EXTENSIONS = {
+    "productcrawler.extensions.progress.ProgressLog": 500,
+    # Our progress line replaces Scrapy's per-minute "Crawled N pages" line.
+    "scrapy.extensions.logstats.LogStats": None,
+    # Telnet console and remote control: open ports nobody asked for.
+    "scrapy.extensions.telnet.TelnetConsole": None,
+    "scrapy.extensions.remote_control.RemoteControl": None,
+}
+
+# Retries wait in the scheduler, not in a downloader slot (see schedulers/local.py).
+SCHEDULER = "productcrawler.schedulers.local.DelayingScheduler"
+# The pass ledger hands out each id once; a fingerprint set would grow with the range.
+DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
+
+# Concurrency is sized from the rate and the API's latency (Little's law):
+# 500 req/s x (latency + token wait) well under 0.2 s needs < 100 in flight.
+CONCURRENT_REQUESTS = 100
+CONCURRENT_REQUESTS_PER_DOMAIN = 100
+# The token bucket is the hard cap; AutoThrottle only adapts below it when the
+# API slows down (target concurrency high enough not to bind at ~500/s).
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 0.0
+AUTOTHROTTLE_MAX_DELAY = 10.0
+AUTOTHROTTLE_TARGET_CONCURRENCY = 64.0
+
+# A product is a few KB; anything above 1 MB is not a product.
+DOWNLOAD_MAXSIZE = 1024 * 1024
+DOWNLOAD_WARNSIZE = 256 * 1024
+
+LOG_LEVEL = "INFO"
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+FEED_EXPORT_ENCODING = "utf-8"

@@ -1,0 +1,45 @@
+"""Names of the crawl stats this project records, in one place.
+
+Everything lives under ``productcrawler/``; keys that carry a variable part are
+built by the functions below so that their shape is defined once.
+"""
+
+from __future__ import annotations
+
+PREFIX = "productcrawler"
+
+STORED = f"{PREFIX}/stored"
+MISSING = f"{PREFIX}/missing"
+FAILED = f"{PREFIX}/failed"
+DB_BATCHES = f"{PREFIX}/db/batches"
+DB_WRITE_ERRORS = f"{PREFIX}/db/write_errors"
+DB_ROWS_REJECTED = f"{PREFIX}/db/rows_rejected"
+
+RATELIMIT_WAITS = f"{PREFIX}/ratelimit/waits"
+RATELIMIT_WAIT_SECONDS = f"{PREFIX}/ratelimit/wait_seconds"
+RATELIMIT_EFFECTIVE_RATE = f"{PREFIX}/ratelimit/effective_rate"
+RATELIMIT_BACKOFFS = f"{PREFIX}/ratelimit/backoffs"
+RATELIMIT_429 = f"{PREFIX}/ratelimit/responses_429"
+
+RETRY_DELAYED = f"{PREFIX}/retry/delayed"
+RETRY_DELAY_SECONDS = f"{PREFIX}/retry/delay_seconds"
+RETRY_AFTER_HONOURED = f"{PREFIX}/retry/retry_after_honoured"
+RETRY_AFTER_CAPPED = f"{PREFIX}/retry/retry_after_capped"
+RETRY_AFTER_MALFORMED = f"{PREFIX}/retry/retry_after_malformed"
+
+
+def cleaning_invalid(field: str) -> str:
+    """A value of ``field`` that had to be dropped (stored as NULL)."""
+    return f"cleaning/invalid/{field}"
+
+
+def bad_response(reason: str) -> str:
+    """A 200 whose body was not a product, by reason."""
+    return f"{PREFIX}/bad_response/{reason}"
+
+
+def failed_reason(reason: str) -> str:
+    return f"{PREFIX}/failed_reason/{reason}"
+
+#: Why the crawl stopped when that is not Scrapy's own finish reason (e.g. database_unavailable).
+EXIT_REASON = f"{PREFIX}/exit_reason"

@@ -1,0 +1,294 @@
+"""MySQL and SQLite behind one small interface: schema, batched upserts, the pass ledger.
+
+Every method that touches the database has two forms: a plain function of a
+DB-API cursor (run in a worker thread by Twisted's adbapi pool, or directly in
+start-up checks and tools) and, on ``Database``, a Deferred-returning wrapper.
+Nothing here runs SQL on the reactor thread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from twisted.enterprise import adbapi
+
+from productcrawler.config import ConfigError, mask_url
+from productcrawler.items import MISSING, FailureItem, ProductItem
+from productcrawler.storage.schema import MYSQL_DDL, SQLITE_DDL
+
+if TYPE_CHECKING:
+    from twisted.internet.defer import Deferred
+
+PRODUCT_COLUMNS = ("product_id", "name", "price", "stock", "category", "brand", "rating",
+                   "sales_count", "update_time")
+FAILURE_COLUMNS = ("product_id", "outcome", "http_status", "reason", "attempts", "updated_at")
+
+
+def utcnow() -> datetime:
+    """Naive UTC now, to the second: DATETIME columns keep no zone and no fraction."""
+    return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    module: str
+    ddl: tuple[str, ...]
+    upsert_product: str
+    upsert_failure: str
+    delete_failures: str
+    delete_products: str
+    placeholder: str
+
+    def params(self, count: int) -> str:
+        return ", ".join([self.placeholder] * count)
+
+
+def _dialect(name: str, module: str, ddl: tuple[str, ...], placeholder: str,
+             upsert_suffix: str, excluded: str) -> Dialect:
+    def upsert(table: str, columns: tuple[str, ...], key: str) -> str:
+        values = ", ".join([placeholder] * len(columns))
+        updates = ", ".join(f"{c} = {excluded.format(c)}" for c in columns if c != key)
+        return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values}) "
+                f"{upsert_suffix.format(key)} {updates}")
+
+    return Dialect(
+        name=name, module=module, ddl=ddl, placeholder=placeholder,
+        upsert_product=upsert("products", PRODUCT_COLUMNS, "product_id"),
+        upsert_failure=upsert("crawl_failures", FAILURE_COLUMNS, "product_id"),
+        delete_failures=f"DELETE FROM crawl_failures WHERE product_id = {placeholder}",
+        delete_products=f"DELETE FROM products WHERE product_id = {placeholder}",
+    )
+
+
+# VALUES(col) rather than MySQL 8's row alias: MariaDB has no row alias.
+MYSQL = _dialect("mysql", "pymysql", MYSQL_DDL, "%s", "ON DUPLICATE KEY UPDATE", "VALUES({})")
+SQLITE = _dialect("sqlite", "sqlite3", SQLITE_DDL, "?", "ON CONFLICT({}) DO UPDATE SET", "excluded.{}")
+
+
+@dataclass(frozen=True)
+class DatabaseTarget:
+    """Where DATABASE_URL points, as connect() arguments for its DB-API module."""
+
+    dialect: Dialect
+    connect_kwargs: dict[str, Any]
+    shown_url: str  # password masked
+
+    @classmethod
+    def from_url(cls, url: str, *, connect_timeout: float = 5.0) -> DatabaseTarget:
+        shown = mask_url(url) or ""
+        parts = urlsplit(url)
+        if parts.scheme == "sqlite":
+            path = Path(unquote(url[len("sqlite:///"):]))
+            return cls(SQLITE, {"database": str(path), "check_same_thread": False,
+                                "timeout": 30.0}, shown)
+        if parts.scheme in ("mysql", "mysql+pymysql"):
+            kwargs = {
+                "host": parts.hostname, "port": parts.port or 3306,
+                "user": unquote(parts.username or "root"), "password": unquote(parts.password or ""),
+                "database": parts.path.strip("/"), "charset": "utf8mb4", "autocommit": False,
+                "connect_timeout": max(1, int(connect_timeout)), "read_timeout": 60, "write_timeout": 60,
+            }
+            return cls(MYSQL, kwargs, shown)
+        raise ConfigError(f"DATABASE_URL={shown!r} has an unknown scheme")
+
+    def connect(self) -> Any:
+        """A plain DB-API connection (start-up checks, tools, tests)."""
+        if self.dialect is SQLITE:
+            Path(self.connect_kwargs["database"]).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(**self.connect_kwargs)
+            _sqlite_prepare(conn)
+            return conn
+        import pymysql
+
+        return pymysql.connect(**self.connect_kwargs)
+
+
+def _sqlite_prepare(conn: sqlite3.Connection) -> None:
+    # WAL lets `scrapy progress` and users read while the crawl writes.
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+
+
+def _sqlite_value(value: Any) -> Any:
+    # sqlite3 has no Decimal or datetime adapters worth relying on (the
+    # datetime one is deprecated); store exact text.
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if value is not None and not isinstance(value, (int, str, float, bytes)):
+        return str(value)
+    return value
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    pass_id: int
+    start_id: int
+    end_id: int
+    started_at: datetime
+    resumed: bool
+
+
+# --- functions of a cursor: they run in a worker thread -------------------------
+
+def ensure_schema(cursor: Any, dialect: Dialect) -> None:
+    for statement in dialect.ddl:
+        cursor.execute(statement)
+
+
+def _rows(dialect: Dialect, items: list[Any], columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    rows = [tuple(getattr(item, c) for c in columns) for item in items]
+    if dialect is SQLITE:
+        rows = [tuple(_sqlite_value(v) for v in row) for row in rows]
+    return rows
+
+
+def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
+                failures: list[tuple[FailureItem, datetime]]) -> None:
+    """Upsert products and failures in the caller's transaction.
+
+    A stored product clears that id's failure; a `missing` id loses its product
+    row (the API no longer has it), so each id has one current outcome. A
+    `failed` id keeps its last good row: a transient failure is no reason to
+    throw good data away; its failure row says the refresh did not happen.
+    """
+    if products:
+        cursor.executemany(dialect.upsert_product, _rows(dialect, products, PRODUCT_COLUMNS))
+        cursor.executemany(dialect.delete_failures, [(p.product_id,) for p in products])
+    if failures:
+        rows = [(f.product_id, f.outcome, f.http_status, f.reason[:255], f.attempts, at)
+                for f, at in failures]
+        if dialect is SQLITE:
+            rows = [tuple(_sqlite_value(v) for v in row) for row in rows]
+        cursor.executemany(dialect.upsert_failure, rows)
+        missing = [(f.product_id,) for f, _ in failures if f.outcome == MISSING]
+        if missing:
+            cursor.executemany(dialect.delete_products, missing)
+
+
+def _done_union(dialect: Dialect) -> str:
+    p = dialect.placeholder
+    return (f"SELECT product_id FROM products WHERE product_id BETWEEN {p} AND {p} AND update_time >= {p} "
+            f"UNION SELECT product_id FROM crawl_failures "
+            f"WHERE product_id BETWEEN {p} AND {p} AND updated_at >= {p}")
+
+
+def _done_params(dialect: Dialect, first: int, last: int, since: datetime) -> tuple[Any, ...]:
+    since_value = _sqlite_value(since) if dialect is SQLITE else since
+    return (first, last, since_value, first, last, since_value)
+
+
+def done_ids(cursor: Any, dialect: Dialect, first: int, last: int, since: datetime) -> set[int]:
+    """Ids in [first, last] with an outcome recorded at or after ``since``."""
+    cursor.execute(_done_union(dialect), _done_params(dialect, first, last, since))
+    return {int(row[0]) for row in cursor.fetchall()}
+
+
+def done_count(cursor: Any, dialect: Dialect, first: int, last: int, since: datetime) -> int:
+    """How many ids in [first, last] have an outcome recorded at or after ``since``."""
+    cursor.execute(f"SELECT COUNT(*) FROM ({_done_union(dialect)}) AS done",
+                   _done_params(dialect, first, last, since))
+    return int(cursor.fetchone()[0])
+
+
+def _as_datetime(value: Any) -> datetime:
+    return value if isinstance(value, datetime) else datetime.strptime(str(value), "%Y-%m-%d %H:%M:%S")
+
+
+def open_pass(cursor: Any, dialect: Dialect, start_id: int, end_id: int, *, fresh: bool,
+              now: datetime) -> PassInfo:
+    """Resume the unfinished pass over the same range, or start a new one."""
+    p = dialect.placeholder
+    cursor.execute(
+        f"SELECT pass_id, started_at FROM crawl_passes WHERE start_id = {p} AND end_id = {p} "
+        f"AND finished_at IS NULL ORDER BY pass_id DESC LIMIT 1",
+        (start_id, end_id),
+    )
+    row = cursor.fetchone()
+    if row is not None and not fresh:
+        return PassInfo(int(row[0]), start_id, end_id, _as_datetime(row[1]), resumed=True)
+    if row is not None:
+        cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}",
+                       (_sqlite_value(now) if dialect is SQLITE else now, row[0]))
+    started = _after_last_stamp(cursor, dialect, start_id, end_id, now)
+    cursor.execute(
+        f"INSERT INTO crawl_passes (start_id, end_id, started_at) VALUES ({p}, {p}, {p})",
+        (start_id, end_id, _sqlite_value(started) if dialect is SQLITE else started),
+    )
+    return PassInfo(int(cursor.lastrowid), start_id, end_id, started, resumed=False)
+
+
+def _after_last_stamp(cursor: Any, dialect: Dialect, start_id: int, end_id: int,
+                      now: datetime) -> datetime:
+    """A start time that no row written so far carries, waiting out the second if needed.
+
+    Rows are stamped to the second, so an earlier pass that wrote in this very
+    second would have its rows count as done in the new one. This runs in a
+    worker thread; the wait (under a second, and only then) blocks no reactor.
+    """
+    p = dialect.placeholder
+    cursor.execute(
+        f"SELECT MAX(stamp) FROM (SELECT MAX(update_time) AS stamp FROM products "
+        f"WHERE product_id BETWEEN {p} AND {p} UNION ALL SELECT MAX(updated_at) FROM crawl_failures "
+        f"WHERE product_id BETWEEN {p} AND {p}) AS stamps",
+        (start_id, end_id, start_id, end_id),
+    )
+    last = cursor.fetchone()[0]
+    if last is None or _as_datetime(last) < now:
+        return now
+    wait_until = _as_datetime(last) + timedelta(seconds=1)
+    time.sleep(max(0.0, (wait_until - utcnow()).total_seconds()) + 0.001)
+    return wait_until
+
+
+def finish_pass(cursor: Any, dialect: Dialect, pass_id: int, now: datetime) -> None:
+    p = dialect.placeholder
+    cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}",
+                   (_sqlite_value(now) if dialect is SQLITE else now, pass_id))
+
+
+def outcome_counts(cursor: Any, dialect: Dialect, first: int, last: int,
+                   since: datetime) -> dict[str, int]:
+    """Stored / missing / failed in [first, last] since ``since`` (summaries, progress)."""
+    p = dialect.placeholder
+    since_value = _sqlite_value(since) if dialect is SQLITE else since
+    cursor.execute(f"SELECT COUNT(*) FROM products WHERE product_id BETWEEN {p} AND {p} "
+                   f"AND update_time >= {p}", (first, last, since_value))
+    counts = {"stored": int(cursor.fetchone()[0]), "missing": 0, "failed": 0}
+    cursor.execute(f"SELECT outcome, COUNT(*) FROM crawl_failures WHERE product_id BETWEEN {p} AND {p} "
+                   f"AND updated_at >= {p} GROUP BY outcome", (first, last, since_value))
+    for outcome, count in cursor.fetchall():
+        counts[str(outcome)] = int(count)
+    return counts
+
+
+# --- the reactor-side handle -------------------------------------------------------
+
+class Database:
+    """A pool of connections in worker threads; every call returns a Deferred."""
+
+    def __init__(self, target: DatabaseTarget) -> None:
+        self.target = target
+        self.dialect = target.dialect
+        kwargs = dict(target.connect_kwargs)
+        if self.dialect is SQLITE:
+            Path(kwargs["database"]).parent.mkdir(parents=True, exist_ok=True)
+            # One connection: SQLite has one writer; a second would only wait on the lock.
+            self.pool = adbapi.ConnectionPool("sqlite3", cp_min=1, cp_max=1, cp_openfun=_sqlite_prepare,
+                                              **kwargs)
+        else:
+            # Two: batched writes and the ledger's reads don't queue behind each other.
+            self.pool = adbapi.ConnectionPool("pymysql", cp_min=1, cp_max=2, cp_reconnect=True, **kwargs)
+
+    def run(self, function: Any, *args: Any, **kwargs: Any) -> Deferred[Any]:
+        """Run ``function(cursor, dialect, *args)`` in a transaction in a worker thread."""
+        return self.pool.runInteraction(function, self.dialect, *args, **kwargs)
+
+    def close(self) -> None:
+        self.pool.close()

@@ -1,0 +1,35 @@
+CREATE TABLE IF NOT EXISTS products (
+    id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    product_id INT NOT NULL,
+    name VARCHAR(255) NOT NULL,
+    price DECIMAL(10,2) NULL,
+    stock INT NULL,
+    category VARCHAR(100) NULL,
+    brand VARCHAR(100) NULL,
+    rating DECIMAL(3,2) NULL,
+    sales_count INT NULL,
+    update_time DATETIME NOT NULL,
+    created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    UNIQUE KEY uk_product_id (product_id),
+    KEY idx_category (category),
+    KEY idx_brand (brand)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+CREATE TABLE IF NOT EXISTS crawl_failures (
+    product_id INT NOT NULL PRIMARY KEY,
+    outcome VARCHAR(16) NOT NULL,
+    http_status SMALLINT NULL,
+    reason VARCHAR(255) NOT NULL,
+    attempts INT NOT NULL,
+    updated_at DATETIME NOT NULL,
+    KEY idx_outcome (outcome)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+CREATE TABLE IF NOT EXISTS crawl_passes (
+    pass_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    start_id INT NOT NULL,
+    end_id INT NOT NULL,
+    started_at DATETIME NOT NULL,
+    finished_at DATETIME NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+

@@ -1,0 +1,118 @@
+"""Shared fixtures: the real MariaDB and Redis of this machine, the simulator, a crawl runner.
+
+Each test gets its own MySQL database and Redis key prefix. If MariaDB or
+Redis can't be reached the whole session fails (it never skips): integration
+tests that quietly did not run would say nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pymysql
+import pytest
+import redis
+
+from productcrawler.simulator.process import SimulatorProcess
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+MYSQL = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
+REDIS_URL = "redis://127.0.0.1:6379/0"
+#: Pinned so that expected products don't change when the hour does.
+CATALOG_VERSION = 490000
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    problems = []
+    try:
+        pymysql.connect(connect_timeout=5, **MYSQL).close()
+    except Exception as error:  # noqa: BLE001
+        problems.append(f"MariaDB at 127.0.0.1:3306 (root, empty password): {error}")
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=5).ping()
+    except Exception as error:  # noqa: BLE001
+        problems.append(f"Redis at 127.0.0.1:6379: {error}")
+    if problems:
+        pytest.exit("Required services are unreachable:\n  " + "\n  ".join(problems), returncode=3)
+
+
+@pytest.fixture
+def mysql_url() -> Iterator[str]:
+    """A fresh, empty MySQL database; dropped afterwards."""
+    name = f"pc_test_{uuid.uuid4().hex[:12]}"
+    connection = pymysql.connect(**MYSQL)
+    try:
+        connection.cursor().execute(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+        yield f"mysql://root@127.0.0.1:3306/{name}"
+    finally:
+        connection.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
+        connection.close()
+
+
+def mysql_query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    database = url.rsplit("/", 1)[1]
+    connection = pymysql.connect(database=database, **MYSQL)
+    try:
+        cursor = connection.cursor()
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    """A key prefix of this test's own; its keys are deleted afterwards."""
+    prefix = f"pctest:{uuid.uuid4().hex[:12]}"
+    yield prefix
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(f"{prefix}*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[SimulatorProcess]:
+    with SimulatorProcess("--catalog-version", str(CATALOG_VERSION)) as sim:
+        yield sim
+
+
+@pytest.fixture
+def clean_simulator(simulator: SimulatorProcess) -> SimulatorProcess:
+    """The module's simulator with no faults and an empty arrival record."""
+    simulator.set_faults([])
+    simulator.reset()
+    return simulator
+
+
+def crawl_env(**overrides: str) -> dict[str, str]:
+    """The environment of a crawl subprocess: ours minus the contract's names, plus overrides."""
+    from productcrawler.config import DEFAULTS
+
+    env = {k: v for k, v in os.environ.items() if k not in DEFAULTS}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(overrides)
+    return env
+
+
+def crawl_command(*args: str, settings: dict[str, Any] | None = None) -> list[str]:
+    command = [sys.executable, "-m", "scrapy", "crawl", "products"]
+    for name, value in (settings or {}).items():
+        command += ["-s", f"{name}={value}"]
+    return command + list(args)
+
+
+def run_crawl(*args: str, settings: dict[str, Any] | None = None, env: dict[str, str] | None = None,
+              timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the real ``scrapy crawl products`` and wait for it."""
+    return subprocess.run(crawl_command(*args, settings=settings), cwd=ROOT, env=env or crawl_env(),
+                          capture_output=True, text=True, timeout=timeout, check=False)

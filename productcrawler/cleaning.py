@@ -1,0 +1,236 @@
+"""Turn one API response body into a clean ``ProductItem``, or say why it is not one.
+
+A product is a JSON object with ``product_id`` and ``name``; real product APIs
+(Shopify's products, Amazon SP-API's catalog items, ...) return at least an id
+and a title or name, so a 200 without both is treated as a bad response. The
+other fields are optional. An optional field that is absent, ``null`` or a blank
+string is stored as NULL and not reported; one that is present but unusable
+(wrong type, unparseable, out of range, empty once its markup is removed) is
+stored as NULL and its name is returned so the caller counts it.
+
+Every field cleaner takes the decoded JSON value (``None`` included) and
+returns the cleaned value or ``None``; ``clean_name`` raises ``BadResponse``
+instead, because a product without a name is not stored at all.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING, TypeVar
+
+from price_parser import Price
+from w3lib.html import remove_tags, replace_entities
+
+from productcrawler.items import ProductItem
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+
+_T = TypeVar("_T")
+
+NAME_MAX_LENGTH = 255  # VARCHAR(255): characters, not bytes (utf8mb4)
+LABEL_MAX_LENGTH = 100  # category, brand: VARCHAR(100)
+INT_MAX = 2_147_483_647  # MySQL INT
+PRICE_MAX = Decimal("99999999.99")  # DECIMAL(10,2)
+RATING_MAX = Decimal("5.00")
+RATING_MIN = Decimal("0.00")
+PRICE_TEXT_MAX_LENGTH = 64  # price-parser is quadratic on long digit runs
+DETAIL_MAX_LENGTH = 100
+
+_CENT = Decimal("0.01")
+# Values at or above this round (half up) past PRICE_MAX.
+_PRICE_LIMIT = PRICE_MAX + Decimal("0.005")
+
+# JSON must be UTF-8 (RFC 8259 §8.1), which also lets a parser ignore a BOM.
+_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
+# A number written the way JSON writes one, give or take a "+" or leading zeros.
+# Each digit run can only end one way, so a long non-number fails in linear time.
+_PLAIN_NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+# A minus sign before the first digit: price-parser drops it ("-5.00" -> 5.00).
+_NEGATIVE_PRICE = re.compile("\\D*[-\u2212]")
+_DIGIT = re.compile(r"\d")
+# Angle brackets left once markup is gone (an escaped "&lt;script&gt;"),
+# control characters, and unpaired surrogates (a JSON "\ud800" escape decodes
+# to one, and utf8mb4 cannot store it). Each becomes a space.
+_UNWANTED_CHARS = re.compile("[<>\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+class BadResponse(Exception):
+    """A 200 whose body is not a product; retried like a 5xx, then recorded as failed."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        if len(detail) > DETAIL_MAX_LENGTH:
+            detail = detail[: DETAIL_MAX_LENGTH - 1] + "…"
+        super().__init__(reason, detail)
+        self.reason = reason
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.detail}" if self.detail else self.reason
+
+
+def parse_product(
+    body: bytes, requested_id: int, fetched_at: datetime
+) -> tuple[ProductItem, list[str]]:
+    """Decode, validate and clean one API response body.
+
+    Returns the item and the names of the fields whose value had to be dropped
+    (stored NULL). Raises ``BadResponse`` when the body is not a product.
+    """
+    data = _decode(body)
+    if not isinstance(data, dict):
+        raise BadResponse("not_a_product", f"JSON {type(data).__name__}, not an object")
+    for field in ("product_id", "name"):
+        if field not in data:
+            raise BadResponse("not_a_product", f"no {field!r}; keys {list(data)[:5]}")
+    payload_id = _decimal(data["product_id"])
+    if payload_id is None:
+        raise BadResponse("not_a_product", f"product_id {data['product_id']!r}")
+    if payload_id != requested_id:
+        raise BadResponse("id_mismatch", f"asked for {requested_id}, got {data['product_id']!r}")
+
+    dropped: list[str] = []
+    item = ProductItem(
+        product_id=requested_id,
+        name=clean_name(data["name"]),
+        price=_optional(data, "price", clean_price, dropped),
+        stock=_optional(data, "stock", clean_count, dropped),
+        category=_optional(data, "category", clean_label, dropped),
+        brand=_optional(data, "brand", clean_label, dropped),
+        rating=_optional(data, "rating", clean_rating, dropped),
+        sales_count=_optional(data, "sales_count", clean_count, dropped),
+        update_time=fetched_at,  # the payload's own timestamp is not trusted
+    )
+    return item, dropped
+
+
+def clean_name(value: object) -> str:
+    """The name as plain text, at most 255 characters; raises ``BadResponse`` if there is none."""
+    if value is None:
+        raise BadResponse("empty_name", "name is null")
+    if type(value) is not str:  # a number or a list is a different schema, not a name
+        raise BadResponse("not_a_product", f"name {value!r}")
+    name = _clean_text(value, NAME_MAX_LENGTH)
+    if not name:
+        raise BadResponse("empty_name", f"name {value!r}")
+    return name
+
+
+def clean_label(value: object) -> str | None:
+    """A category or brand as plain text, at most 100 characters."""
+    if type(value) is not str:
+        return None
+    return _clean_text(value, LABEL_MAX_LENGTH) or None
+
+
+def clean_price(value: object) -> Decimal | None:
+    """A price of 0.00 to 99999999.99, rounded half up to cents.
+
+    Takes a JSON number or a string, with currency symbols and thousands
+    separators read by price-parser ("7 999,00 €"). Negative, unreadable and
+    out-of-range prices are None, never 0.00: an unknown price is not free.
+    """
+    if type(value) is str:
+        text = value.strip()
+        amount = Decimal(text) if _PLAIN_NUMBER.fullmatch(text) else _price_from_text(text)
+    else:
+        amount = _decimal(value)
+    if amount is None or amount.is_signed() or amount >= _PRICE_LIMIT:
+        return None
+    return amount.quantize(_CENT, rounding=ROUND_HALF_UP)
+
+
+def clean_count(value: object) -> int | None:
+    """A stock or sales count: a whole number from 0 to 2147483647."""
+    number = _decimal(value)
+    if number is None or not 0 <= number <= INT_MAX or number != number.to_integral_value():
+        return None
+    return int(number)
+
+
+def clean_rating(value: object) -> Decimal | None:
+    """A rating clamped to 0.00–5.00, rounded half up to two places."""
+    number = _decimal(value)
+    if number is None:
+        return None
+    if number.is_signed():  # negative, or -0
+        return RATING_MIN
+    if number >= RATING_MAX:
+        return RATING_MAX
+    return number.quantize(_CENT, rounding=ROUND_HALF_UP)
+
+
+def _decode(body: bytes) -> object:
+    if body.startswith(codecs.BOM_UTF8):
+        body = body[len(codecs.BOM_UTF8) :]
+    start = body.lstrip()[:1]
+    if not start:
+        raise BadResponse("empty_body")
+    if start == b"<":
+        raise BadResponse("html", _excerpt(body))
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadResponse("invalid_utf8", f"{exc.reason} at byte {exc.start}") from None
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:
+        raise BadResponse("too_deep", "JSON nested past the recursion limit") from None
+    except ValueError as exc:  # JSONDecodeError, or an integer of over 4300 digits
+        raise BadResponse("not_json", f"{exc} in {_excerpt(body)}") from None
+
+
+def _excerpt(body: bytes) -> str:
+    return repr(body.lstrip()[:40].decode("utf-8", "replace"))
+
+
+def _clean_text(text: str, max_length: int) -> str:
+    if "<" in text:
+        text = remove_tags(text)
+    if "&" in text:
+        text = replace_entities(text)
+    text = " ".join(_UNWANTED_CHARS.sub(" ", text).split())
+    return text[:max_length].rstrip()
+
+
+def _decimal(value: object) -> Decimal | None:
+    """A finite JSON number or plain numeric string as a Decimal; bools are not numbers."""
+    if type(value) is Decimal:
+        number = value
+    elif type(value) is int:  # not bool, a subclass of int
+        number = Decimal(value)
+    elif type(value) is float:  # not from parse_product; read from its text, not its binary value
+        number = Decimal(repr(value))
+    elif type(value) is str and _PLAIN_NUMBER.fullmatch(value.strip()):
+        number = Decimal(value.strip())
+    else:
+        return None
+    return number if number.is_finite() else None
+
+
+def _price_from_text(text: str) -> Decimal | None:
+    # No digit: price-parser reads "Free" as 0, which would make an unknown price free.
+    if len(text) > PRICE_TEXT_MAX_LENGTH or not _DIGIT.search(text) or _NEGATIVE_PRICE.match(text):
+        return None
+    return Price.fromstring(text).amount
+
+
+def _optional(
+    data: dict[str, object],
+    field: str,
+    cleaner: Callable[[object], _T | None],
+    dropped: list[str],
+) -> _T | None:
+    raw = data.get(field)
+    value = cleaner(raw)
+    if value is None and not _is_blank(raw):
+        dropped.append(field)
+    return value
+
+
+def _is_blank(raw: object) -> bool:
+    return raw is None or (type(raw) is str and not raw.strip())

@@ -1,0 +1,71 @@
+"""``python -m productcrawler.simulator``: run the product-API simulator."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from .faults import DEFAULT_RETRY_AFTER, DEFAULT_SLOW_DELAY, MODES, FaultConfig
+from .server import Simulator, serve
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8931
+
+
+def _whole(text: str, maximum: int | None = None) -> int:
+    if not (text.isascii() and text.isdigit()) or (maximum is not None and int(text) > maximum):
+        limit = "" if maximum is None else f" up to {maximum}"
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number{limit}")
+    return int(text)
+
+
+def _port(text: str) -> int:
+    return _whole(text, 65535)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m productcrawler.simulator",
+        description="A deterministic product JSON API (GET /v1/product/{id}) with opt-in faults.",
+        epilog="Fault modes: " + ", ".join(sorted(MODES)) + ". IDSPEC is a comma list of ids, "
+               "FIRST-LAST ranges, %N and %N+R residues; TIMES is a count (default 1) or *.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=_port, default=DEFAULT_PORT, help="0 picks a free port")
+    parser.add_argument("--catalog-version", type=_whole, metavar="N",
+                        help="pin the catalogue version (default: the current UTC hour number)")
+    parser.add_argument("--fault", action="append", default=[], metavar="MODE=IDSPEC[@TIMES]",
+                        help="answer matching ids with a fault; repeatable")
+    parser.add_argument("--retry-after", default=DEFAULT_RETRY_AFTER, metavar="S",
+                        help="Retry-After seconds of 429s, 429date and 503ra (default %(default)s)")
+    parser.add_argument("--slow-delay", default=DEFAULT_SLOW_DELAY, metavar="S",
+                        help="delay of the slow mode in seconds (default %(default)s)")
+    parser.add_argument("--rate-limit", metavar="R",
+                        help="answer 429 when more than R requests arrive within one second")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = FaultConfig.build(args.fault, retry_after=args.retry_after,
+                                   slow_delay=args.slow_delay, rate_limit=args.rate_limit)
+    except ValueError as exc:
+        parser.error(str(exc))
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s [%(name)s] %(levelname)s: %(message)s")
+    simulator = Simulator(config, catalog_version=args.catalog_version)
+    try:
+        asyncio.run(serve(simulator, args.host, args.port))
+    except OSError as exc:
+        logger.error("Cannot listen on %s:%s: %s", args.host, args.port, exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -53,8 +53,8 @@ EXTENSIONS = {
     "scrapy.extensions.remote_control.RemoteControl": None,
 }
 
-# Retries wait in the scheduler, not in a downloader slot (see schedulers/local.py).
-SCHEDULER = "productcrawler.schedulers.local.DelayingScheduler"
+# Local or Redis-backed by REDIS_URL; retries wait there, not in a downloader slot.
+SCHEDULER = "productcrawler.schedulers.PassScheduler"
 # The pass ledger hands out each id once; a fingerprint set would grow with the range.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 

@@ -3,7 +3,9 @@
 A pass is one sweep over the id range. Without Redis the database is the
 ledger (``database.py``): an id is done in a pass when its product or failure
 row was written after the pass started, so nothing counts as done before its
-row is committed, and a run killed at any moment resumes from the rows.
+row is committed, and a run killed at any moment resumes from the rows. With
+Redis, the pass lives in Redis (``redis_pass.py``) and the scheduler hands
+out its ids (``shared.py``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from productcrawler.passes.database import DatabaseLedger
+from productcrawler.passes.redis_pass import RedisPass
+from productcrawler.passes.shared import SharedLedger
+from productcrawler.redis_connection import redis_client
 from productcrawler.storage import database_for
 
 if TYPE_CHECKING:
@@ -18,6 +23,20 @@ if TYPE_CHECKING:
 
     from productcrawler.config import CrawlConfig
 
+_ATTRIBUTE = "_productcrawler_redis_pass"
 
-def ledger_for(crawler: Crawler, config: CrawlConfig) -> DatabaseLedger:
-    return DatabaseLedger(database_for(crawler), config)
+
+def redis_pass_for(crawler: Crawler, config: CrawlConfig) -> RedisPass:
+    """The crawler's one view of the shared pass (scheduler and ledger use the same)."""
+    redis_pass = getattr(crawler, _ATTRIBUTE, None)
+    if redis_pass is None:
+        assert config.redis_url is not None
+        redis_pass = RedisPass(redis_client(config.redis_url), config.redis_key_prefix)
+        setattr(crawler, _ATTRIBUTE, redis_pass)
+    return redis_pass
+
+
+def ledger_for(crawler: Crawler, config: CrawlConfig) -> DatabaseLedger | SharedLedger:
+    if config.redis_url is None:
+        return DatabaseLedger(database_for(crawler), config)
+    return SharedLedger(redis_pass_for(crawler, config), config)

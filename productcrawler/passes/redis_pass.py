@@ -1,0 +1,301 @@
+"""One pass shared by every instance through Redis: lazy seeding, leases, acknowledgement.
+
+Keys, under ``{REDIS_KEY_PREFIX}:products``:
+
+- ``pass`` (hash): the current pass: ``id``, ``start``, ``end``, ``cursor`` (next
+  id never handed out), ``status`` (``running``/``finished``), times.
+- ``pass:{id}:queue`` (list): ids to fetch again (retries due now, leases
+  recovered from dead instances). Entries are ``"<product_id>:<retry_times>"``.
+- ``pass:{id}:delayed`` (zset): retries that must wait, scored by the Redis
+  server's clock in ms, so no instance's clock skew can send one early.
+- ``pass:{id}:inflight:{instance}`` (hash): ids an instance holds, until their
+  outcome is committed to the database (the lease).
+- ``pass:{id}:done`` (bitmap) and ``pass:{id}:done_count``: ids with a
+  committed outcome. Set only after the database commit.
+- ``pass:{id}:instances`` (set) and ``instance:{instance}`` (heartbeat, TTL).
+
+Seeding is a cursor: ids are handed out from it in small batches when the
+queue is empty, so a pass of any size costs Redis a bitmap of one bit per id.
+An instance that dies (even ``kill -9``) stops its heartbeat; any live
+instance then moves its leases back to the queue. Duplicated fetches after a
+crash are possible; lost ids are not.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import redis
+
+logger = logging.getLogger(__name__)
+
+#: Seconds without a heartbeat after which an instance counts as dead.
+HEARTBEAT_TTL = 10
+#: Seconds a finished pass's keys are kept, for inspection.
+FINISHED_TTL = 24 * 3600
+
+_OPEN = """
+-- KEYS[1] pass hash, KEYS[2] pass id sequence; ARGV: start, end, fresh
+local pass = KEYS[1]
+local status = redis.call('HGET', pass, 'status')
+local same_range = redis.call('HGET', pass, 'start') == ARGV[1] and redis.call('HGET', pass, 'end') == ARGV[2]
+if status == 'running' and ARGV[3] ~= '1' and same_range then
+  return {redis.call('HGET', pass, 'id'), 1}
+end
+local t = redis.call('TIME')
+local id = redis.call('INCR', KEYS[2])
+redis.call('DEL', pass)
+redis.call('HSET', pass, 'id', id, 'start', ARGV[1], 'end', ARGV[2], 'cursor', ARGV[1],
+           'status', 'running', 'started_at', t[1])
+return {tostring(id), 0}
+"""
+
+_POP = """
+-- KEYS: pass, queue, delayed, inflight, instances; ARGV: n, instance, pass id
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if redis.call('HGET', KEYS[1], 'id') ~= ARGV[3] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
+  return {}
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
+if #due > 0 then
+  redis.call('ZREM', KEYS[3], unpack(due))
+  redis.call('RPUSH', KEYS[2], unpack(due))
+end
+local n = tonumber(ARGV[1])
+local out = redis.call('LPOP', KEYS[2], n)
+if not out then out = {} end
+if #out < n then
+  local cursor = tonumber(redis.call('HGET', KEYS[1], 'cursor'))
+  local last = tonumber(redis.call('HGET', KEYS[1], 'end'))
+  local take = math.min(n - #out, last - cursor + 1)
+  if take > 0 then
+    redis.call('HSET', KEYS[1], 'cursor', cursor + take)
+    for i = 0, take - 1 do out[#out + 1] = (cursor + i) .. ':0' end
+  end
+end
+if #out > 0 then
+  local fields = {}
+  for _, entry in ipairs(out) do
+    fields[#fields + 1] = string.match(entry, '^(%d+)')
+    fields[#fields + 1] = entry
+  end
+  redis.call('HSET', KEYS[4], unpack(fields))
+  redis.call('SADD', KEYS[5], ARGV[2])
+end
+return out
+"""
+
+_PUSH = """
+-- KEYS: queue, delayed, inflight; ARGV: entry, delay ms (0: now)
+local delay = tonumber(ARGV[2])
+local id = string.match(ARGV[1], '^(%d+)')
+if delay > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZADD', KEYS[2], now + delay, ARGV[1])
+else
+  redis.call('RPUSH', KEYS[1], ARGV[1])
+end
+redis.call('HDEL', KEYS[3], id)
+return 1
+"""
+
+_ACK = """
+-- KEYS: pass, done, done_count, inflight; ARGV: pass id, finished ttl, ids...
+if redis.call('HGET', KEYS[1], 'id') ~= ARGV[1] then return -1 end
+local start = tonumber(redis.call('HGET', KEYS[1], 'start'))
+local total = tonumber(redis.call('HGET', KEYS[1], 'end')) - start + 1
+local added = 0
+for i = 3, #ARGV do
+  if redis.call('SETBIT', KEYS[2], tonumber(ARGV[i]) - start, 1) == 0 then added = added + 1 end
+end
+redis.call('HDEL', KEYS[4], unpack(ARGV, 3))
+local done = redis.call('INCRBY', KEYS[3], added)
+if done >= total and redis.call('HGET', KEYS[1], 'status') == 'running' then
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'status', 'finished', 'finished_at', t[1])
+end
+return done
+"""
+
+_RECOVER = """
+-- KEYS: queue, instances; ARGV: key prefix of inflight hashes, key prefix of heartbeats
+local moved = 0
+for _, instance in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  if redis.call('EXISTS', ARGV[2] .. instance) == 0 then
+    local inflight = ARGV[1] .. instance
+    local entries = redis.call('HVALS', inflight)
+    if #entries > 0 then
+      redis.call('RPUSH', KEYS[1], unpack(entries))
+      moved = moved + #entries
+    end
+    redis.call('DEL', inflight)
+    redis.call('SREM', KEYS[2], instance)
+  end
+end
+return moved
+"""
+
+_RELEASE = """
+-- KEYS: queue, inflight, instances; ARGV: instance
+local entries = redis.call('HVALS', KEYS[2])
+if #entries > 0 then redis.call('RPUSH', KEYS[1], unpack(entries)) end
+redis.call('DEL', KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+return #entries
+"""
+
+
+@dataclass(frozen=True)
+class Entry:
+    product_id: int
+    retry_times: int
+
+    def encode(self) -> str:
+        return f"{self.product_id}:{self.retry_times}"
+
+    @classmethod
+    def decode(cls, raw: bytes | str) -> Entry:
+        text = raw.decode() if isinstance(raw, bytes) else raw
+        product_id, retry_times = text.split(":", 1)
+        return cls(int(product_id), int(retry_times))
+
+
+@dataclass(frozen=True)
+class PassState:
+    pass_id: int
+    start_id: int
+    end_id: int
+    cursor: int
+    status: str
+    done: int
+    queued: int
+    delayed: int
+
+    @property
+    def total(self) -> int:
+        return self.end_id - self.start_id + 1
+
+
+class RedisPass:
+    """The Redis side of the shared pass, for one instance (synchronous client, batched calls)."""
+
+    def __init__(self, client: redis.Redis, prefix: str, spider_name: str = "products") -> None:
+        self.client = client
+        self.base = f"{prefix}:{spider_name}"
+        self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.pass_id: int | None = None
+        self.start_id = 0
+        self.end_id = 0
+        self._open = client.register_script(_OPEN)
+        self._pop = client.register_script(_POP)
+        self._push = client.register_script(_PUSH)
+        self._ack = client.register_script(_ACK)
+        self._recover = client.register_script(_RECOVER)
+        self._release = client.register_script(_RELEASE)
+
+    # keys
+    @property
+    def pass_key(self) -> str:
+        return f"{self.base}:pass"
+
+    def _key(self, name: str) -> str:
+        return f"{self.base}:pass:{self.pass_id}:{name}"
+
+    @property
+    def inflight_key(self) -> str:
+        return self._key(f"inflight:{self.instance}")
+
+    def heartbeat_key(self, instance: str | None = None) -> str:
+        return f"{self.base}:instance:{instance or self.instance}"
+
+    # operations
+    def open(self, start_id: int, end_id: int, *, fresh: bool) -> bool:
+        """Join the running pass over this range, or start a new one; True if joined."""
+        pass_id, joined = self._open(keys=[self.pass_key, f"{self.base}:pass_seq"],
+                                     args=[start_id, end_id, "1" if fresh else "0"])
+        self.pass_id, self.start_id, self.end_id = int(pass_id), start_id, end_id
+        self.heartbeat({})
+        return bool(joined)
+
+    def pop(self, count: int) -> list[Entry]:
+        """Lease up to ``count`` ids: due retries, then recovered ones, then fresh ones from the cursor."""
+        raw = self._pop(keys=[self.pass_key, self._key("queue"), self._key("delayed"), self.inflight_key,
+                              self._key("instances")], args=[count, self.instance, self.pass_id])
+        return [Entry.decode(entry) for entry in raw]
+
+    def push(self, entry: Entry, delay: float = 0.0) -> None:
+        """Give an id back for another attempt (after ``delay`` seconds), ending our lease on it."""
+        self._push(keys=[self._key("queue"), self._key("delayed"), self.inflight_key],
+                   args=[entry.encode(), int(round(delay * 1000))])
+
+    def acknowledge(self, product_ids: list[int]) -> int:
+        """Mark ids done (their outcome is committed); returns the pass's done count."""
+        if not product_ids:
+            return self.done_count()
+        done = int(self._ack(keys=[self.pass_key, self._key("done"), self._key("done_count"), self.inflight_key],
+                             args=[self.pass_id, FINISHED_TTL, *product_ids]))
+        return done
+
+    def recover(self) -> int:
+        """Move the leases of instances whose heartbeat stopped back to the queue."""
+        return int(self._recover(keys=[self._key("queue"), self._key("instances")],
+                                 args=[self._key("inflight:"), f"{self.base}:instance:"]))
+
+    def release(self) -> int:
+        """Give back every lease this instance holds (a graceful stop)."""
+        return int(self._release(keys=[self._key("queue"), self.inflight_key, self._key("instances")],
+                                 args=[self.instance]))
+
+    def heartbeat(self, status: dict[str, Any]) -> None:
+        self.client.set(self.heartbeat_key(), json.dumps({"pass": self.pass_id, **status}), ex=HEARTBEAT_TTL)
+        self.client.sadd(self._key("instances"), self.instance)
+
+    def stop_heartbeat(self) -> None:
+        self.client.delete(self.heartbeat_key())
+
+    def done_count(self) -> int:
+        return int(self.client.get(self._key("done_count")) or 0)
+
+    def state(self) -> PassState | None:
+        """The current pass as Redis has it (None when there is none)."""
+        fields = {k.decode(): v.decode() for k, v in self.client.hgetall(self.pass_key).items()}
+        if not fields:
+            return None
+        self.pass_id = int(fields["id"])
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(self._key("done_count"))
+        pipe.llen(self._key("queue"))
+        pipe.zcard(self._key("delayed"))
+        done, queued, delayed = pipe.execute()
+        return PassState(int(fields["id"]), int(fields["start"]), int(fields["end"]), int(fields["cursor"]),
+                         fields["status"], int(done or 0), int(queued), int(delayed))
+
+    def is_finished(self) -> bool:
+        """The pass this instance joined is over (complete, or replaced by a newer one)."""
+        fields = self.client.hmget(self.pass_key, ["id", "status"])
+        return fields[0] is None or int(fields[0]) != self.pass_id or fields[1] == b"finished"
+
+    def expire_finished(self) -> None:
+        """Let a finished pass's keys go after a day; nothing is left to delete by hand."""
+        pipe = self.client.pipeline(transaction=False)
+        for name in ("queue", "delayed", "done", "done_count", "instances"):
+            pipe.expire(self._key(name), FINISHED_TTL)
+        pipe.execute()
+
+    def instances(self) -> dict[str, dict[str, Any]]:
+        """Live instances and their last heartbeat."""
+        found = {}
+        for key in self.client.scan_iter(f"{self.base}:instance:*", count=1000):
+            raw = self.client.get(key)
+            if raw:
+                found[key.decode().rsplit(":instance:", 1)[1]] = json.loads(raw)
+        return found

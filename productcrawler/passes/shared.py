@@ -1,0 +1,30 @@
+"""The ledger's face of a Redis-shared pass: the scheduler hands out the ids."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from productcrawler.passes.redis_pass import RedisPass
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from productcrawler.config import CrawlConfig
+
+
+class SharedLedger:
+    def __init__(self, redis_pass: RedisPass, config: CrawlConfig) -> None:
+        self.redis_pass = redis_pass
+        self.total = config.total_ids
+        self.done_at_start = 0
+
+    async def open(self, *, fresh: bool) -> None:
+        # The scheduler opened (or joined) the pass already: it needs it first.
+        self.done_at_start = self.redis_pass.done_count()
+
+    async def pending(self) -> AsyncIterator[list[int]]:
+        return
+        yield  # an async generator that yields nothing: ids come from the shared queue
+
+    async def close(self, reason: str) -> bool:
+        return self.redis_pass.is_finished()

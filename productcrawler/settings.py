@@ -37,7 +37,7 @@ DOWNLOADER_MIDDLEWARES = {
     "productcrawler.middlewares.auth.ApiKeyMiddleware": 590,
     # Closest to the downloader: every request actually sent takes a token,
     # retries included.
-    "productcrawler.middlewares.ratelimit.TokenBucketMiddleware": 950,
+    "productcrawler.middlewares.ratelimit.RateLimitMiddleware": 950,
 }
 
 ITEM_PIPELINES = {
@@ -68,6 +68,10 @@ AUTOTHROTTLE_ENABLED = True
 AUTOTHROTTLE_START_DELAY = 0.0
 AUTOTHROTTLE_MAX_DELAY = 10.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 64.0
+
+# One item per response: Scrapy's default of 100 makes it start 100 asyncio
+# tasks per response to process one item (a quarter of the crawl's CPU).
+CONCURRENT_ITEMS = 1
 
 # A product is a few KB; anything above 1 MB is not a product.
 DOWNLOAD_MAXSIZE = 1024 * 1024

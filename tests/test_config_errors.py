@@ -1,0 +1,103 @@
+"""Bad configuration: a non-zero exit within seconds and one clear message, secrets masked."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from productcrawler.config import ConfigError, CrawlConfig, mask_url
+from tests.conftest import crawl_env, run_crawl
+
+SECRET = "s3cr3t-pw"
+
+# (settings, spider args, environment, words the message must contain)
+BAD = [
+    ({"PRODUCT_ID_START": "abc"}, (), {}, ["PRODUCT_ID_START", "'abc'", "not an integer"]),
+    ({"PRODUCT_ID_END": "1e3x"}, (), {}, ["PRODUCT_ID_END", "'1e3x'"]),
+    ({"PRODUCT_ID_START": "0"}, (), {}, ["PRODUCT_ID_START", "at least 1"]),
+    ({"PRODUCT_ID_START": "100", "PRODUCT_ID_END": "50"}, (), {}, ["PRODUCT_ID_START=100", "PRODUCT_ID_END=50"]),
+    ({}, ("-a", "start_id=10", "-a", "end_id=5"), {}, ["start_id", "10", "end_id", "5", "greater than"]),
+    ({}, ("-a", "start_id=x"), {}, ["start_id", "'x'", "not an integer"]),
+    ({"MAX_REQUESTS_PER_SECOND": "0"}, (), {}, ["MAX_REQUESTS_PER_SECOND", "'0'", "greater than 0"]),
+    ({"MAX_REQUESTS_PER_SECOND": "-5"}, (), {}, ["MAX_REQUESTS_PER_SECOND", "'-5'"]),
+    ({"MAX_REQUESTS_PER_SECOND": "fast"}, (), {}, ["MAX_REQUESTS_PER_SECOND", "'fast'", "not a number"]),
+    ({"MAX_REQUESTS_PER_SECOND": "nan"}, (), {}, ["MAX_REQUESTS_PER_SECOND", "'nan'"]),
+    ({"API_TIMEOUT": "0"}, (), {}, ["API_TIMEOUT", "'0'"]),
+    ({"API_TIMEOUT": "soon"}, (), {}, ["API_TIMEOUT", "'soon'"]),
+    ({"MAX_RETRIES": "-1"}, (), {}, ["MAX_RETRIES", "'-1'", "at least 0"]),
+    ({"MAX_RETRIES": "two"}, (), {}, ["MAX_RETRIES", "'two'"]),
+    ({"API_BASE_URL": "ftp://example.test/v1"}, (), {}, ["API_BASE_URL", "ftp://example.test/v1", "http"]),
+    ({"DATABASE_URL": "postgres://u:" + SECRET + "@127.0.0.1/db"}, (), {},
+     ["DATABASE_URL", "postgres://u:***@127.0.0.1/db", "unknown scheme"]),
+    ({"DATABASE_URL": "mysql://root:" + SECRET + "@127.0.0.1:1/db"}, (), {},
+     ["DATABASE_URL", "mysql://root:***@127.0.0.1:1/db", "cannot use the database"]),
+    ({"DATABASE_URL": "mysql://nobody:" + SECRET + "@127.0.0.1:3306/db"}, (), {},
+     ["DATABASE_URL", "nobody:***@", "Access denied"]),
+    ({"DATABASE_URL": "mysql://root@127.0.0.1:3306"}, (), {}, ["DATABASE_URL", "database name"]),
+    ({"DATABASE_URL": "sqlite:///"}, (), {}, ["DATABASE_URL", "sqlite:///"]),
+    ({"DATABASE_URL": "sqlite:////proc/no/such/dir/x.db"}, (), {}, ["DATABASE_URL", "cannot use the database"]),
+    ({"REDIS_URL": "redis://127.0.0.1:1/0"}, (), {}, ["REDIS_URL", "redis://127.0.0.1:1/0", "cannot reach Redis"]),
+    ({"REDIS_URL": "redis://:" + SECRET + "@127.0.0.1:1/0"}, (), {}, ["REDIS_URL", ":***@127.0.0.1:1", "cannot reach"]),
+    ({"REDIS_URL": "http://127.0.0.1:6379"}, (), {}, ["REDIS_URL", "unknown scheme"]),
+    ({}, (), {"DATABASE_URL": "oracle://scott:" + SECRET + "@db/x"}, ["DATABASE_URL", "scott:***@", "unknown scheme"]),
+    ({}, (), {"MAX_REQUESTS_PER_SECOND": "0"}, ["MAX_REQUESTS_PER_SECOND", "'0'"]),
+]
+
+
+@pytest.mark.parametrize(("settings", "args", "environment", "words"), BAD,
+                         ids=[f"{i}-{next(iter(s or e or {'args': 0}))}" for i, (s, _, e, _w) in enumerate(BAD)])
+def test_bad_configuration_exits_at_once_with_one_clear_message(tmp_path, settings, args, environment, words):
+    settings = {"DATABASE_URL": f"sqlite:///{tmp_path}/x.db", **settings}
+    if "DATABASE_URL" in environment:
+        settings.pop("DATABASE_URL")
+    began = time.monotonic()
+    result = run_crawl(*args, settings=settings, env=crawl_env(**environment), timeout=60)
+    elapsed = time.monotonic() - began
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert elapsed < 30
+    # Scrapy's start-up banner may precede it; the error itself is one line.
+    lines = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("productcrawler: configuration error: ")
+    for word in words:
+        assert word in lines[0]
+    assert SECRET not in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_a_setting_given_explicitly_wins_over_the_environment(tmp_path):
+    result = run_crawl("-a", "end_id=1", settings={"DATABASE_URL": "postgres://nowhere/x",
+                                                    "MAX_REQUESTS_PER_SECOND": "5"},
+                       env=crawl_env(DATABASE_URL=f"sqlite:///{tmp_path}/x.db", MAX_REQUESTS_PER_SECOND="0"))
+    assert result.returncode == 2
+    assert "postgres://nowhere/x" in result.stderr
+    assert "MAX_REQUESTS_PER_SECOND" not in result.stderr
+
+
+def test_an_api_key_is_never_shown():
+    from scrapy.settings import Settings
+
+    with pytest.raises(ConfigError) as error:
+        CrawlConfig.from_settings(Settings({"API_KEY": SECRET, "API_TIMEOUT": "x"}))
+    assert SECRET not in str(error.value)
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("mysql://root:pw@host:3306/db", "mysql://root:***@host:3306/db"),
+    ("mysql://root@host/db", "mysql://root@host/db"),
+    ("redis://:pw@host:6379/0", "redis://:***@host:6379/0"),
+    ("mysql://u:p%40ss@host/db", "mysql://u:***@host/db"),
+    (None, None),
+])
+def test_mask_url_hides_passwords(url, shown):
+    assert mask_url(url) == shown
+
+
+def test_defaults_are_valid():
+    from scrapy.settings import Settings
+
+    config = CrawlConfig.from_settings(Settings())
+    assert (config.start_id, config.end_id, config.max_requests_per_second, config.max_retries) == (1, 50000, 500.0, 3)
+    assert config.database_url == "sqlite:///data/products.db" and config.redis_url is None
+    assert config.api_timeout == 30.0 and config.api_key is None

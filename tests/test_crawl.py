@@ -1,0 +1,106 @@
+"""The real ``scrapy crawl products`` against the simulator, into MySQL and SQLite."""
+
+from __future__ import annotations
+
+import sqlite3
+from decimal import Decimal
+
+from productcrawler.cleaning import parse_product
+from productcrawler.simulator import catalog
+from tests.conftest import CATALOG_VERSION, ROOT, crawl_env, mysql_query, run_crawl
+
+END = 1500
+
+
+def expected(product_id: int) -> dict[str, object]:
+    import json
+    from datetime import datetime
+
+    item, _ = parse_product(json.dumps(catalog.product(product_id, CATALOG_VERSION)).encode(),
+                            product_id, datetime(2000, 1, 1))
+    return {"name": item.name, "price": item.price, "stock": item.stock, "category": item.category,
+            "brand": item.brand, "rating": item.rating, "sales_count": item.sales_count}
+
+
+def test_crawl_into_mysql_stores_every_product_once_and_records_404s(clean_simulator, mysql_url):
+    result = run_crawl("-a", "start_id=1", "-a", f"end_id={END}",
+                       settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url})
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    missing = {i for i in range(1, END + 1) if catalog.is_missing(i)}
+    rows = mysql_query(mysql_url, "SELECT product_id, name, price, stock, category, brand, rating, "
+                                  "sales_count FROM products ORDER BY product_id")
+    assert [r[0] for r in rows] == [i for i in range(1, END + 1) if i not in missing]
+    for row in rows[:: max(1, len(rows) // 50)]:
+        columns = ("name", "price", "stock", "category", "brand", "rating", "sales_count")
+        assert dict(zip(columns, row[1:])) == expected(row[0])
+    failures = mysql_query(mysql_url, "SELECT product_id, outcome, http_status FROM crawl_failures")
+    assert sorted(failures) == [(i, "missing", 404) for i in sorted(missing)]
+    assert "Finished (finished)" in result.stderr
+    assert f"{END - len(missing)} stored, {len(missing)} missing, 0 failed" in result.stderr
+    # The simulator saw each id exactly once.
+    arrivals = [a[1] for a in clean_simulator.arrivals()]
+    assert sorted(arrivals) == list(range(1, END + 1))
+
+
+def test_second_run_starts_a_new_pass_and_updates_rows_in_place(clean_simulator, mysql_url):
+    settings = {"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url}
+    first = run_crawl("-a", "start_id=1", "-a", "end_id=200", settings=settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = dict(mysql_query(mysql_url, "SELECT product_id, update_time FROM products"))
+    second = run_crawl("-a", "start_id=1", "-a", "end_id=200", settings=settings)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "Starting pass 2" in second.stderr
+    after = dict(mysql_query(mysql_url, "SELECT product_id, update_time FROM products"))
+    assert after.keys() == before.keys()
+    assert all(after[i] > before[i] for i in after)
+    assert mysql_query(mysql_url, "SELECT COUNT(*), COUNT(DISTINCT product_id) FROM products")[0] == (
+        len(after), len(after))
+    passes = mysql_query(mysql_url, "SELECT pass_id, finished_at IS NOT NULL FROM crawl_passes")
+    assert passes == [(1, 1), (2, 1)]
+
+
+def test_embedded_default_crawls_into_sqlite_with_no_database_configured(clean_simulator, tmp_path):
+    env = crawl_env(SCRAPY_SETTINGS_MODULE="productcrawler.settings", API_BASE_URL=clean_simulator.base_url)
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "products", "-a", "end_id=300"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    connection = sqlite3.connect(tmp_path / "data" / "products.db")
+    stored = [r[0] for r in connection.execute("SELECT product_id FROM products ORDER BY product_id")]
+    missing = [r[0] for r in connection.execute(
+        "SELECT product_id FROM crawl_failures WHERE outcome = 'missing' ORDER BY product_id")]
+    assert stored == [i for i in range(1, 301) if not catalog.is_missing(i)]
+    assert missing == [i for i in range(1, 301) if catalog.is_missing(i)]
+    price = connection.execute("SELECT price FROM products WHERE product_id = ?", (stored[0],)).fetchone()[0]
+    assert Decimal(str(price)) == expected(stored[0])["price"]
+    assert ROOT != tmp_path
+
+
+def test_dirty_values_are_cleaned_before_they_are_stored(clean_simulator, mysql_url):
+    clean_simulator.set_faults(["dirty=1-40@*", "emoji=41", "sqlish=42", "outofrange=43"])
+    result = run_crawl("-a", "start_id=1", "-a", "end_id=45",
+                       settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url})
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = mysql_query(mysql_url, "SELECT product_id, name, price, stock, rating, sales_count, category "
+                                  "FROM products WHERE product_id <= 40")
+    assert rows, "no dirty product was stored"
+    for product_id, name, price, stock, rating, sales_count, category in rows:
+        assert "<" not in name and ">" not in name and "  " not in name and name == name.strip()
+        assert price is None or price >= 0
+        assert stock is None or stock >= 0
+        assert sales_count is None or sales_count >= 0
+        assert rating is None or 0 <= rating <= 5
+        assert category is None or "<" not in category
+    by_id = {r[0]: r for r in mysql_query(mysql_url, "SELECT product_id, name, price, stock, rating "
+                                                     "FROM products WHERE product_id > 40")}
+    if not catalog.is_missing(41):
+        assert "📱" in by_id[41][1]
+    if not catalog.is_missing(42):
+        assert by_id[42][1] == catalog.SQLISH_NAME
+    if not catalog.is_missing(43):
+        assert by_id[43][2] is None and by_id[43][3] is None and by_id[43][4] == Decimal("5.00")
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products")[0][0] > 0
+    assert "cleaning/invalid/" in result.stderr  # the dropped values are counted in the stats

@@ -20,6 +20,8 @@ RATELIMIT_WAIT_SECONDS = f"{PREFIX}/ratelimit/wait_seconds"
 RATELIMIT_EFFECTIVE_RATE = f"{PREFIX}/ratelimit/effective_rate"
 RATELIMIT_BACKOFFS = f"{PREFIX}/ratelimit/backoffs"
 RATELIMIT_429 = f"{PREFIX}/ratelimit/responses_429"
+RATELIMIT_LATE_WAKEUPS = f"{PREFIX}/ratelimit/late_wakeups"
+RATELIMIT_EXPIRED_SLOTS = f"{PREFIX}/ratelimit/expired_slots"
 
 RETRY_DELAYED = f"{PREFIX}/retry/delayed"
 RETRY_DELAY_SECONDS = f"{PREFIX}/retry/delay_seconds"

@@ -1,0 +1,240 @@
+"""One token bucket shared by every crawler instance through Redis.
+
+The bucket is the GCRA of :mod:`.bucket`, run inside Redis by an atomic Lua
+script whose clock is the server's ``TIME``, so the instances' own clocks
+never matter. To keep Redis well under one round trip per request, an
+instance *leases* up to ``lease_max`` slots per call (2 % of the rate by
+default; the lease grows while its requests queue for slots and halves when
+leased slots go unused). The script answers ``(server_now, base, interval,
+factor)`` and the k-th leased slot is ``max(server_now, base + k * interval)`` in server time.
+The same call gives the offset between server time and local
+``time.monotonic()`` (server time minus the call's local midpoint), so each
+leased slot becomes a local send time of its own.
+
+Leased slots are written into the shared TAT before anyone uses them: an
+instance that dies with unused slots leaves lost capacity, never extra. A
+leased slot that has gone stale locally (more than ``LATE_TOLERANCE`` in the
+past) is dropped, not sent late.
+
+State lives in one hash, ``{REDIS_KEY_PREFIX}:ratelimit:bucket`` (fields
+``tat``, ``factor``, ``factor_at``, ``backoff_at``, all server seconds), whose
+TTL is renewed by every call to at least a minute past its TAT. All instances
+must run with the same ``MAX_REQUESTS_PER_SECOND`` and ``RATE_LIMIT_BURST``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import redis
+import redis.asyncio
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from productcrawler.config import mask_url
+from productcrawler.ratelimit.bucket import (
+    LATE_TOLERANCE,
+    BackoffPolicy,
+    Lease,
+    Reservation,
+    check_rate,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    # typing.Self requires Python 3.11
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+LEASE_FRACTION = 0.02  # at most 2 % of a second's tokens per Redis call
+KEY_TTL = 60.0  # seconds the state outlives its last reserved slot
+REDIS_TIMEOUT = 5.0  # socket connect/read timeout, seconds
+OUTAGE_RETRY_DELAY = 1.0  # seconds between attempts while Redis is unreachable
+OUTAGE_MAX = 30.0  # give up (the request fails) after this long without Redis
+
+_RECOVERED_FACTOR = """
+local function recovered_factor(s_factor, s_factor_at, now, recovery)
+  if not s_factor then return 1 end
+  local f = tonumber(s_factor) + recovery * math.max(0, now - tonumber(s_factor_at))
+  return math.min(1, f)
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+"""
+
+# KEYS[1] bucket hash; ARGV rate, burst, count, recovery_per_second, ttl.
+# Returns server_now, base, interval, factor as strings (Lua numbers would be
+# truncated to integers on the way out).
+LEASE_SCRIPT = _RECOVERED_FACTOR + """
+local rate, burst, count = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local s = redis.call('HMGET', KEYS[1], 'tat', 'factor', 'factor_at')
+local factor = recovered_factor(s[2], s[3], now, tonumber(ARGV[4]))
+local interval = 1 / (rate * factor)
+local tat = math.max(tonumber(s[1]) or now, now)
+local base = tat - (burst - 1) * interval
+tat = math.ceil((tat + count * interval) * 1000000) / 1000000
+redis.call('HSET', KEYS[1], 'tat', string.format('%.6f', tat))
+redis.call('PEXPIRE', KEYS[1], math.ceil((tat - now + tonumber(ARGV[5])) * 1000))
+return {string.format('%.6f', now), string.format('%.6f', base),
+        string.format('%.17g', interval), string.format('%.6f', factor)}
+"""
+
+# KEYS[1] bucket hash; ARGV granted_at (server seconds, -1 unknown),
+# multiplier, floor, recovery_per_second, ttl. Returns applied ('1'/'0'), factor.
+BACKOFF_SCRIPT = _RECOVERED_FACTOR + """
+local s = redis.call('HMGET', KEYS[1], 'tat', 'factor', 'factor_at', 'backoff_at')
+local factor = recovered_factor(s[2], s[3], now, tonumber(ARGV[4]))
+local granted_at = tonumber(ARGV[1])
+if granted_at >= 0 and s[4] and granted_at < tonumber(s[4]) then
+  return {'0', string.format('%.6f', factor)}
+end
+factor = math.max(tonumber(ARGV[3]), factor * tonumber(ARGV[2]))
+local stamp = string.format('%.6f', now)
+redis.call('HSET', KEYS[1], 'factor', string.format('%.6f', factor), 'factor_at', stamp,
+           'backoff_at', stamp)
+local tat = math.max(tonumber(s[1]) or now, now)
+redis.call('PEXPIRE', KEYS[1], math.ceil((tat - now + tonumber(ARGV[5])) * 1000))
+return {'1', string.format('%.6f', factor)}
+"""
+
+
+def ping(url: str) -> None:
+    """Fail at once, naming the masked URL, if Redis at ``url`` is unreachable.
+
+    A synchronous one-off at start-up; the hot path only uses ``redis.asyncio``.
+    """
+    client = redis.Redis.from_url(url, socket_timeout=REDIS_TIMEOUT,
+                                  socket_connect_timeout=REDIS_TIMEOUT)
+    try:
+        client.ping()
+    except RedisError as exc:
+        raise RedisConnectionError(
+            f"REDIS_URL={mask_url(url)!r}: cannot reach Redis for the shared rate limit: {exc}"
+        ) from exc
+    finally:
+        client.close()
+
+
+class RedisTokenBucket:
+    """The async :class:`~productcrawler.ratelimit.bucket.RateLimiter` over Redis."""
+
+    def __init__(self, client: redis.asyncio.Redis, *, key_prefix: str, rate: float, burst: float,
+                 lease_max: int | None = None, policy: BackoffPolicy | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        check_rate(rate, burst)
+        if lease_max is not None and lease_max < 1:
+            raise ValueError(f"lease_max={lease_max!r} must be at least 1")
+        self.client: redis.asyncio.Redis = client
+        self.key: str = f"{key_prefix}:ratelimit:bucket"
+        self.rate: float = float(rate)
+        self.burst: float = float(burst)
+        self.lease_max: int = lease_max or max(1, int(rate * LEASE_FRACTION))
+        self.policy: BackoffPolicy = policy or BackoffPolicy()
+        self.clock: Callable[[], float] = clock
+        self.offset: float | None = None  # server time minus local monotonic time
+        self.redis_calls: int = 0
+        self.expired_slots: int = 0
+        self._factor: float = 1.0
+        self._slots: deque[Reservation] = deque()
+        self._lock = asyncio.Lock()
+        self._pending: int = 0
+        self._lease_size: int = 1  # grows while requests wait for slots, halves on expiry
+        self._saturated: bool = False
+        self._outage_logged: bool = False
+        self._lease_script = client.register_script(LEASE_SCRIPT)
+        self._backoff_script = client.register_script(BACKOFF_SCRIPT)
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> Self:
+        client = redis.asyncio.Redis.from_url(url, socket_timeout=REDIS_TIMEOUT,
+                                              socket_connect_timeout=REDIS_TIMEOUT)
+        return cls(client, **kwargs)
+
+    def __str__(self) -> str:
+        return f"Redis bucket {self.key}"
+
+    @property
+    def factor(self) -> float:
+        """The shared rate factor as of this instance's latest Redis call."""
+        return self._factor
+
+    async def acquire(self) -> Reservation:
+        """The next send slot, leasing more from Redis when none is left."""
+        self._pending += 1
+        try:
+            async with self._lock:
+                while True:
+                    now = self.clock()
+                    while self._slots:
+                        reservation = self._slots.popleft()
+                        if reservation.at >= now - LATE_TOLERANCE:
+                            # Requests queue for slots: lease more per call.
+                            self._saturated = reservation.at > now
+                            return reservation
+                        self.expired_slots += 1
+                        self._lease_size = max(1, self._lease_size // 2)
+                    if self._saturated:
+                        self._lease_size = min(self.lease_max, self._lease_size * 2)
+                    await self._lease(min(self.lease_max, max(self._pending, self._lease_size)))
+        finally:
+            self._pending -= 1
+
+    async def _lease(self, count: int) -> None:
+        args = [repr(self.rate), repr(self.burst), count,
+                repr(self.policy.recovery_per_second), repr(KEY_TTL)]
+        started = self.clock()
+        reply = await self._run(self._lease_script, args)
+        received = self.clock()
+        server_now, base, interval, factor = (float(value) for value in reply)
+        self.offset = offset = server_now - (started + received) / 2
+        self._factor = factor
+        for slot in Lease(base, interval, count, server_now).slots():
+            self._slots.append(Reservation(at=max(slot - offset, received),
+                                           granted_at=server_now, slot=slot))
+
+    async def _run(self, script: Any, args: list[Any]) -> list[bytes]:
+        """Call ``script``, waiting out a Redis outage of up to OUTAGE_MAX seconds."""
+        give_up_at: float | None = None
+        while True:
+            self.redis_calls += 1
+            try:
+                reply: list[bytes] = await script(keys=[self.key], args=args)
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                now = self.clock()
+                if give_up_at is None:
+                    give_up_at = now + OUTAGE_MAX
+                if now >= give_up_at:
+                    raise
+                if self._outage_logged:
+                    logger.debug("Rate limit: Redis still unreachable (%s)", exc)
+                else:
+                    self._outage_logged = True
+                    logger.warning("Rate limit: Redis unreachable (%s); requests wait for it for "
+                                   "up to %gs (no more of these messages will be shown)",
+                                   exc, OUTAGE_MAX)
+                await asyncio.sleep(OUTAGE_RETRY_DELAY)
+            else:
+                return reply
+
+    async def backoff(self, granted_at: float | None) -> bool:
+        """Lower the shared factor for a 429; False if not applied."""
+        args = [-1 if granted_at is None else repr(granted_at), repr(self.policy.multiplier),
+                repr(self.policy.floor), repr(self.policy.recovery_per_second), repr(KEY_TTL)]
+        try:
+            self.redis_calls += 1
+            applied, factor = await self._backoff_script(keys=[self.key], args=args)
+        except RedisError as exc:
+            logger.warning("Rate limit: could not record a 429 backoff in Redis: %s", exc)
+            return False
+        self._factor = float(factor)
+        return applied == b"1"
+
+    async def close(self) -> None:
+        await self.client.aclose()

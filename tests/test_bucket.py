@@ -1,0 +1,180 @@
+"""GCRA arithmetic of the local token bucket, on a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import heapq
+import random
+
+import pytest
+
+from productcrawler.ratelimit import BackoffPolicy, LocalRateLimiter, TokenBucket
+
+
+class FakeClock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def max_in_window(times: list[float], width: float = 1.0) -> int:
+    """Most events in any half-open window [a, a + width)."""
+    times = sorted(times)
+    return max(bisect.bisect_left(times, t + width) - i for i, t in enumerate(times))
+
+
+def simulate(bucket: TokenBucket, clock: FakeClock, *, workers: int, duration: float,
+             seed: int = 1) -> list[float]:
+    """Workers that reserve, sleep until their slot, 'download', and reserve again."""
+    rnd = random.Random(seed)
+    start = clock.now
+    events = [(start + rnd.random() * 0.05, w) for w in range(workers)]
+    heapq.heapify(events)
+    sends = []
+    while events:
+        now, worker = heapq.heappop(events)
+        if now >= start + duration:
+            continue
+        clock.now = now
+        slot = bucket.reserve()
+        assert slot >= now
+        sends.append(slot)
+        latency = rnd.expovariate(1 / 0.02) + rnd.choice([0.0, 0.0, 0.0, 0.3])
+        heapq.heappush(events, (slot + latency, worker))
+    return sends
+
+
+def test_concurrent_reservations_get_distinct_spaced_slots() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(500, 10, clock=clock)
+    slots = [bucket.reserve() for _ in range(1000)]
+    assert slots[:10] == [clock.now] * 10  # the burst
+    gaps = [b - a for a, b in zip(slots[9:], slots[10:])]
+    assert gaps == pytest.approx([1 / 500] * len(gaps))
+    assert slots[-1] - clock.now == pytest.approx(990 / 500)
+
+
+@pytest.mark.parametrize(("burst", "immediate"), [(1, 1), (4.5, 4), (10, 10), (25, 25)])
+def test_burst_bound_after_idle(burst: float, immediate: int) -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(100, burst, clock=clock)
+    bucket.reserve()
+    clock.now += 60  # long idle: the bucket is full, but holds no more than `burst`
+    slots = [bucket.reserve() for _ in range(50)]
+    assert slots.count(clock.now) == immediate
+    assert max_in_window(slots) <= 100 + burst
+
+
+def test_sequential_client_gets_the_rate() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(200, 4, clock=clock)
+    sends = []
+    for _ in range(2000):
+        clock.now = bucket.reserve()
+        sends.append(clock.now)
+    assert (len(sends) - 1) / (sends[-1] - sends[0]) == pytest.approx(200, rel=0.01)
+
+
+def test_long_run_with_many_reservers_never_exceeds_rate_plus_burst() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(500, 10, clock=clock)
+    sends = simulate(bucket, clock, workers=200, duration=60)
+    assert max_in_window(sends) <= 500 + 10
+    steady = [t for t in sends if 1001 <= t < 1059]
+    assert len(steady) / 58 >= 0.99 * 500
+
+
+def test_under_demand_the_window_bound_still_holds_and_rate_follows_demand() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(500, 10, clock=clock)
+    sends = simulate(bucket, clock, workers=5, duration=30)  # ~5 / 0.095 s < 500/s
+    assert max_in_window(sends) <= 510
+    assert len(sends) / 30 < 500
+
+
+def test_rate_change_applies_to_new_reservations() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(500, 10, clock=clock)
+    before = simulate(bucket, clock, workers=100, duration=5)
+    bucket.set_rate(100)
+    after = simulate(bucket, clock, workers=100, duration=5)
+    later = [t for t in after if t >= clock.now - 3]
+    assert max_in_window(later) <= 100 + 10
+    assert len([t for t in after if 1007 <= t < 1009]) / 2 == pytest.approx(100, rel=0.02)
+    assert max_in_window(before) <= 510
+    with pytest.raises(ValueError, match="rate=0"):
+        bucket.set_rate(0)
+
+
+def test_lease_equals_individual_reservations() -> None:
+    clock = FakeClock()
+    one_by_one = TokenBucket(300, 6, clock=clock)
+    leased = TokenBucket(300, 6, clock=clock)
+    expected = [one_by_one.reserve() for _ in range(20)]
+    got = leased.lease(8).slots() + leased.lease(12).slots()
+    assert got == pytest.approx(expected)
+
+
+def test_backoff_halves_then_floors_and_recovers() -> None:
+    clock = FakeClock()
+    policy = BackoffPolicy(multiplier=0.5, floor=0.1, recovery_per_second=0.02)
+    bucket = TokenBucket(500, 10, policy=policy, clock=clock)
+    granted = clock.now
+    clock.now += 0.1
+    assert bucket.backoff(granted) is True
+    assert bucket.factor() == 0.5
+    # A 429 for a request granted before that backoff answers the old rate.
+    assert bucket.backoff(granted) is False
+    assert bucket.factor() == 0.5
+    for _ in range(5):
+        assert bucket.backoff(clock.now) is True
+    assert bucket.factor() == 0.1  # floor: 10 % of the cap
+    clock.now += 5
+    assert bucket.factor() == pytest.approx(0.2)  # +10 % of the cap per 5 s
+    clock.now += 41
+    assert bucket.factor() == 1.0  # capped at the full rate
+    assert bucket.backoff(None) is True  # unknown grant time: treated as fresh
+    assert bucket.factor() == 0.5
+
+
+def test_backoff_spaces_new_slots_at_the_lower_rate() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(500, 10, clock=clock)
+    for _ in range(100):
+        clock.now = bucket.reserve()
+    bucket.backoff(clock.now)
+    slots = [bucket.reserve() for _ in range(50)]
+    gaps = [b - a for a, b in zip(slots[10:], slots[11:])]
+    assert gaps == pytest.approx([1 / 250] * len(gaps))
+
+
+@pytest.mark.parametrize(
+    ("rate", "burst", "message"),
+    [(0, 1, "rate=0"), (-5, 1, "rate=-5"), (float("nan"), 1, "rate=nan"), ("500", 1, "rate='500'"),
+     (10, 0.5, "burst=0.5"), (10, float("inf"), "burst=inf")],
+)
+def test_invalid_rate_or_burst(rate: object, burst: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TokenBucket(rate, burst)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kwargs", [{"multiplier": 1.0}, {"floor": 0}, {"recovery_per_second": -1}])
+def test_invalid_backoff_policy(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        BackoffPolicy(**kwargs)
+
+
+def test_local_limiter_reservations() -> None:
+    clock = FakeClock()
+    limiter = LocalRateLimiter(TokenBucket(100, 2, clock=clock))
+
+    async def run() -> list[float]:
+        return [(await limiter.acquire()).at for _ in range(4)]
+
+    assert asyncio.run(run()) == pytest.approx([1000, 1000, 1000.01, 1000.02])
+    assert asyncio.run(limiter.backoff(None)) is True
+    assert limiter.factor == 0.5
+    assert (limiter.rate, limiter.burst) == (100, 2)

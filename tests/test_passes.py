@@ -1,0 +1,138 @@
+"""Passes that survive anything: several instances, kill -9, graceful stops, new passes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+import pytest
+
+from productcrawler.simulator import catalog
+from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
+
+END = 3000
+
+
+def start_crawl(*args: str, settings: dict[str, object]) -> subprocess.Popen[str]:
+    return subprocess.Popen(crawl_command(*args, settings=settings), cwd=ROOT, env=crawl_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 180) -> tuple[int, str]:
+    output, _ = process.communicate(timeout=timeout)
+    return process.returncode, output
+
+
+def stored_count(url: str) -> int:
+    try:
+        return mysql_query(url, "SELECT COUNT(*) FROM products")[0][0]
+    except Exception:  # noqa: BLE001 - the table may not exist yet
+        return 0
+
+
+def kill_when_stored(process: subprocess.Popen[str], url: str, at_least: int, sig: int) -> None:
+    deadline = time.monotonic() + 60
+    while stored_count(url) < at_least:
+        assert process.poll() is None, "the crawl ended before it could be interrupted"
+        assert time.monotonic() < deadline, "the crawl made no progress"
+        time.sleep(0.1)
+    process.send_signal(sig)
+
+
+def summary(output: str) -> tuple[int, int, int]:
+    """(stored, missing, failed) from the final log line of a run."""
+    line = next(line for line in output.splitlines() if "Finished (" in line)
+    counts = line.split(": ")[-1].split(" in this run")[0].split(", ")
+    return tuple(int(part.split()[0]) for part in counts)  # type: ignore[return-value]
+
+
+def present_ids(end: int = END) -> list[int]:
+    return [i for i in range(1, end + 1) if not catalog.is_missing(i)]
+
+
+def assert_pass_complete(url: str, end: int = END) -> None:
+    present = present_ids(end)
+    stored = [r[0] for r in mysql_query(url, "SELECT product_id FROM products ORDER BY product_id")]
+    assert stored == present
+    missing = [r[0] for r in mysql_query(url, "SELECT product_id FROM crawl_failures "
+                                              "WHERE outcome = 'missing' ORDER BY product_id")]
+    assert missing == [i for i in range(1, end + 1) if catalog.is_missing(i)]
+    assert mysql_query(url, "SELECT COUNT(*) FROM crawl_failures WHERE outcome = 'failed'")[0][0] == 0
+
+
+@pytest.fixture
+def settings(clean_simulator, mysql_url, redis_prefix) -> dict[str, object]:
+    return {"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url,
+            "MAX_REQUESTS_PER_SECOND": 400, "PROGRESS_INTERVAL": 1}
+
+
+@pytest.fixture
+def shared(settings, redis_prefix) -> dict[str, object]:
+    return {**settings, "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": redis_prefix}
+
+
+def test_three_instances_share_one_pass_and_all_exit_zero(shared, clean_simulator, mysql_url):
+    processes = [start_crawl("-a", f"end_id={END}", settings=shared) for _ in range(3)]
+    results = [finish(p) for p in processes]
+    for code, output in results:
+        assert code == 0, output[-3000:]
+    assert_pass_complete(mysql_url)
+    fetched = sorted(a[1] for a in clean_simulator.arrivals())
+    assert fetched == list(range(1, END + 1)), "an id was fetched twice or never"
+    # Every instance did part of the work.
+    assert all(summary(output)[0] > 0 for _, output in results)
+    assert sum(summary(output)[0] for _, output in results) == len(present_ids())
+
+
+@pytest.mark.parametrize("use_redis", [False, True], ids=["database-ledger", "redis"])
+def test_killed_twice_with_sigkill_then_restarted_finishes_complete(use_redis, settings, shared, mysql_url):
+    config = shared if use_redis else settings
+    for at_least in (600, 1500):
+        process = start_crawl("-a", f"end_id={END}", settings=config)
+        kill_when_stored(process, mysql_url, at_least, signal.SIGKILL)
+        process.wait(timeout=30)
+        assert process.returncode == -signal.SIGKILL
+    code, output = finish(start_crawl("-a", f"end_id={END}", settings=config))
+    assert code == 0, output[-3000:]
+    assert ("Joined pass 1" if use_redis else "Resuming pass 1") in output
+    assert_pass_complete(mysql_url)
+
+
+@pytest.mark.parametrize("use_redis", [False, True], ids=["database-ledger", "redis"])
+def test_sigterm_stops_gracefully_and_the_next_run_resumes(use_redis, settings, shared, mysql_url):
+    config = shared if use_redis else settings
+    process = start_crawl("-a", f"end_id={END}", settings=config)
+    kill_when_stored(process, mysql_url, 800, signal.SIGTERM)
+    code, output = finish(process)
+    assert code == 0, output[-3000:]
+    assert "Finished (shutdown)" in output
+    stored_at_stop = stored_count(mysql_url)
+    # Pending rows were flushed on the way out: the log's count is in the database.
+    assert stored_at_stop == summary(output)[0]
+    code, output = finish(start_crawl("-a", f"end_id={END}", settings=config))
+    assert code == 0, output[-3000:]
+    assert_pass_complete(mysql_url)
+
+
+@pytest.mark.parametrize("use_redis", [False, True], ids=["database-ledger", "redis"])
+def test_passes_new_after_finished_resumed_after_interrupted_fresh_on_demand(use_redis, settings, shared,
+                                                                            mysql_url, clean_simulator):
+    config = {**(shared if use_redis else settings), "MAX_REQUESTS_PER_SECOND": 1000}
+    code, output = finish(start_crawl("-a", "end_id=300", settings=config))
+    assert code == 0, output[-3000:]
+    first = dict(mysql_query(mysql_url, "SELECT product_id, update_time FROM products"))
+    time.sleep(1.1)  # rows are stamped to the second
+    code, output = finish(start_crawl("-a", "end_id=300", settings=config))
+    assert code == 0 and "Started pass 2" in output or "Starting pass 2" in output, output[-3000:]
+    second = dict(mysql_query(mysql_url, "SELECT product_id, update_time FROM products"))
+    assert second.keys() == first.keys() and all(second[i] > first[i] for i in first)
+
+    config = {**config, "MAX_REQUESTS_PER_SECOND": 100}
+    process = start_crawl("-a", "end_id=300", settings=config)
+    time.sleep(4)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    code, output = finish(start_crawl("-a", "end_id=300", "-a", "fresh=1", settings=config))
+    assert code == 0, output[-3000:]
+    assert "Started pass 4" in output or "Starting pass 4" in output

@@ -168,6 +168,7 @@ class RateLimitMiddleware:
                 # Woken too late (event-loop lag): sending now could crowd the
                 # slots granted after this one, so take a new slot instead.
                 self.late_wakeups += 1
+                self.stats.inc_value(stat_keys.RATELIMIT_LATE_WAKEUPS)
         finally:
             self.waiting -= 1
         now = time.monotonic()

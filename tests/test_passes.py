@@ -136,3 +136,28 @@ def test_passes_new_after_finished_resumed_after_interrupted_fresh_on_demand(use
     code, output = finish(start_crawl("-a", "end_id=300", "-a", "fresh=1", settings=config))
     assert code == 0, output[-3000:]
     assert "Started pass 4" in output or "Starting pass 4" in output
+
+
+def progress(settings: dict[str, object]) -> str:
+    command = [*crawl_command(settings=settings)[:3], "progress"]
+    command += [part for name, value in settings.items() for part in ("-s", f"{name}={value}")]
+    result = subprocess.run(command, cwd=ROOT, env=crawl_env(), capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("use_redis", [False, True], ids=["database-ledger", "redis"])
+def test_progress_command_shows_the_pass_while_it_runs(use_redis, settings, shared, mysql_url):
+    config = {**(shared if use_redis else settings), "MAX_REQUESTS_PER_SECOND": 200}
+    processes = [start_crawl("-a", "end_id=1500", settings=config) for _ in range(2 if use_redis else 1)]
+    kill_when_stored(processes[0], mysql_url, 300, 0)  # signal 0: just wait for progress
+    shown = progress(config)
+    assert "Pass 1 (running" in shown
+    done = int(shown.split("): ")[1].split("/")[0])
+    assert 0 < done < 1500 and "/1500 ids done" in shown
+    if use_redis:
+        assert "2 live instance(s)" in shown and "ETA" in shown
+    for process in processes:
+        assert finish(process)[0] == 0
+    assert "1500/1500 ids done (100.0 %)" in progress(config)

@@ -13,6 +13,9 @@ which is the dupefilter's job done in a few bytes; ``BaseDupeFilter`` is used.
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -101,6 +104,7 @@ class RedisScheduler(ScrapyRedisScheduler):
         self.redis_pass = redis_pass_for(crawler, config)
         self._unacked: list[int] = []
         self._heartbeat = LoopingCall(self._beat)
+        self._last_beat = (time.time(), 0)
         self._redis_down_logged = False
         crawler.signals.connect(self._committed, signal=our_signals.outcomes_committed)
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
@@ -182,13 +186,16 @@ class RedisScheduler(ScrapyRedisScheduler):
             self._redis_unavailable(error)
 
     def _beat(self) -> None:
+        outcomes = {key: self.stats.get_value(stat, 0) for key, stat in
+                    (("stored", stat_keys.STORED), ("missing", stat_keys.MISSING), ("failed", stat_keys.FAILED))}
+        done = sum(outcomes.values())
+        now = time.time()
+        rate = (done - self._last_beat[1]) / max(now - self._last_beat[0], 1e-9)
+        self._last_beat = (now, done)
         try:
             self._flush_acks()
-            self.redis_pass.heartbeat({"stored": self.stats.get_value(stat_keys.STORED, 0),
-                                       "missing": self.stats.get_value(stat_keys.MISSING, 0),
-                                       "failed": self.stats.get_value(stat_keys.FAILED, 0),
-                                       "started": self.stats.get_value("start_time").timestamp()
-                                       if self.stats.get_value("start_time") else None})
+            self.redis_pass.heartbeat({**outcomes, "rate": round(rate, 1), "at": now,
+                                       "host": socket.gethostname(), "pid": os.getpid()})
             recovered = self.redis_pass.recover()
             if recovered:
                 logger.warning("Recovered %d ids leased by instances that stopped without a goodbye",

@@ -197,7 +197,7 @@ def done_count(cursor: Any, dialect: Dialect, first: int, last: int, since: date
     return int(cursor.fetchone()[0])
 
 
-def _as_datetime(value: Any) -> datetime:
+def as_datetime(value: Any) -> datetime:
     return value if isinstance(value, datetime) else datetime.strptime(str(value), "%Y-%m-%d %H:%M:%S")
 
 
@@ -212,7 +212,7 @@ def open_pass(cursor: Any, dialect: Dialect, start_id: int, end_id: int, *, fres
     )
     row = cursor.fetchone()
     if row is not None and not fresh:
-        return PassInfo(int(row[0]), start_id, end_id, _as_datetime(row[1]), resumed=True)
+        return PassInfo(int(row[0]), start_id, end_id, as_datetime(row[1]), resumed=True)
     if row is not None:
         cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}",
                        (_sqlite_value(now) if dialect is SQLITE else now, row[0]))
@@ -240,9 +240,9 @@ def _after_last_stamp(cursor: Any, dialect: Dialect, start_id: int, end_id: int,
         (start_id, end_id, start_id, end_id),
     )
     last = cursor.fetchone()[0]
-    if last is None or _as_datetime(last) < now:
+    if last is None or as_datetime(last) < now:
         return now
-    wait_until = _as_datetime(last) + timedelta(seconds=1)
+    wait_until = as_datetime(last) + timedelta(seconds=1)
     time.sleep(max(0.0, (wait_until - utcnow()).total_seconds()) + 0.001)
     return wait_until
 

@@ -1,0 +1,92 @@
+"""``scrapy progress``: where the current pass stands, across every instance.
+
+Reads Redis when REDIS_URL is set (the shared pass and each live instance's
+heartbeat), else the database's pass ledger. Safe to run while crawls run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from scrapy.commands import ScrapyCommand
+
+from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.passes.redis_pass import RedisPass
+from productcrawler.redis_connection import redis_client
+from productcrawler.storage.database import DatabaseTarget, as_datetime, done_count, outcome_counts
+
+if TYPE_CHECKING:
+    import argparse
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    default_settings = {"LOG_ENABLED": False}
+
+    def short_desc(self) -> str:
+        return "Show the progress of the current pass (all instances)"
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        try:
+            config = CrawlConfig.from_settings(self.settings)
+            lines = _from_redis(config) if config.redis_url else _from_database(config)
+        except (ConfigError, OSError) as error:
+            print(f"productcrawler: {error}", file=sys.stderr)
+            self.exitcode = 2
+            return
+        print("\n".join(lines))
+
+
+def _from_redis(config: CrawlConfig) -> list[str]:
+    assert config.redis_url is not None
+    redis_pass = RedisPass(redis_client(config.redis_url), config.redis_key_prefix)
+    state = redis_pass.state()
+    if state is None:
+        return ["No pass has started yet."]
+    percent = 100.0 * state.done / state.total
+    lines = [f"Pass {state.pass_id} ({state.status}): {state.done}/{state.total} ids done ({percent:.1f} %), "
+             f"ids {state.start_id}..{state.end_id}; {state.queued} queued, {state.delayed} retries waiting, "
+             f"{max(state.end_id - state.cursor + 1, 0)} not handed out yet"]
+    instances = redis_pass.instances()
+    total_rate = sum(float(beat.get("rate") or 0) for beat in instances.values())
+    if total_rate > 0 and state.status == "running":
+        lines.append(f"Rate {total_rate:.0f} ids/s, ETA {(state.total - state.done) / total_rate:.0f} s")
+    lines.append(f"{len(instances)} live instance(s):")
+    now = time.time()
+    for name, beat in sorted(instances.items()):
+        lines.append(f"  {name}: pass {beat.get('pass')}, {beat.get('stored', 0)} stored, "
+                     f"{beat.get('missing', 0)} missing, {beat.get('failed', 0)} failed, "
+                     f"{beat.get('rate', 0)} ids/s, last heartbeat {now - float(beat.get('at') or now):.0f} s ago")
+    return lines
+
+
+def _from_database(config: CrawlConfig) -> list[str]:
+    target = DatabaseTarget.from_url(config.database_url)
+    try:
+        connection = target.connect()
+    except Exception as error:  # noqa: BLE001
+        raise ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: {error}") from None
+    try:
+        cursor = connection.cursor()
+        try:
+            cursor.execute("SELECT pass_id, start_id, end_id, started_at, finished_at FROM crawl_passes "
+                           "ORDER BY pass_id DESC LIMIT 1")
+        except Exception:  # noqa: BLE001 - no tables yet
+            return ["No pass has started yet."]
+        row = cursor.fetchone()
+        if row is None:
+            return ["No pass has started yet."]
+        pass_id, start_id, end_id, started_at, finished_at = row
+        started = as_datetime(started_at)
+        done = done_count(cursor, target.dialect, start_id, end_id, started)
+        counts = outcome_counts(cursor, target.dialect, start_id, end_id, started)
+    finally:
+        connection.close()
+    total = end_id - start_id + 1
+    status = f"finished {finished_at}" if finished_at else "running or interrupted"
+    return [f"Pass {pass_id} ({status}): {done}/{total} ids done ({100.0 * done / total:.1f} %), "
+            f"ids {start_id}..{end_id}, started {started} UTC; {counts['stored']} stored, "
+            f"{counts['missing']} missing, {counts['failed']} failed"]

@@ -57,6 +57,7 @@ DEFAULTS: dict[str, Any] = {
     "REDIS_KEY_PREFIX": "productcrawler",
     "PROGRESS_INTERVAL": 10.0,
     "METRICS_PORT": None,
+    "METRICS_ADDRESS": "127.0.0.1",
 }
 
 
@@ -191,6 +192,7 @@ class CrawlConfig:
     redis_key_prefix: str
     progress_interval: float
     metrics_port: int | None
+    metrics_address: str
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, *, start_id: Any = None,
@@ -220,6 +222,9 @@ class CrawlConfig:
         metrics_raw = get("METRICS_PORT")
         metrics_port = (None if _text(metrics_raw) is None
                         else _number("METRICS_PORT", metrics_raw, int, minimum=0, maximum=65535))
+        metrics_address = _text(get("METRICS_ADDRESS"))
+        if metrics_address is None:
+            raise ConfigError("METRICS_ADDRESS is empty; expected an address to listen on, e.g. 127.0.0.1")
         prefix = _text(get("REDIS_KEY_PREFIX"))
         if prefix is None:
             raise ConfigError("REDIS_KEY_PREFIX is empty")
@@ -244,6 +249,7 @@ class CrawlConfig:
             redis_key_prefix=prefix,
             progress_interval=_number("PROGRESS_INTERVAL", get("PROGRESS_INTERVAL"), float, above=0),
             metrics_port=metrics_port,
+            metrics_address=metrics_address,
         )
 
     @property

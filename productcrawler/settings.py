@@ -46,6 +46,8 @@ ITEM_PIPELINES = {
 
 EXTENSIONS = {
     "productcrawler.extensions.progress.ProgressLog": 500,
+    # Off unless METRICS_PORT is set.
+    "productcrawler.extensions.metrics.PrometheusMetrics": 510,
     # Our progress line replaces Scrapy's per-minute "Crawled N pages" line.
     "scrapy.extensions.logstats.LogStats": None,
     # Telnet console and remote control: open ports nobody asked for.

@@ -50,7 +50,7 @@ class ProgressLog:
             return
         stored, missing, failed = self.outcomes()
         this_run = stored + missing + failed
-        done = ledger.done_at_start + this_run
+        done = ledger.done(this_run)
         elapsed = max(reactor.seconds() - self._started, 1e-9)  # type: ignore[attr-defined]
         rate = this_run / elapsed
         remaining = max(ledger.total - done, 0)

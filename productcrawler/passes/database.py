@@ -46,6 +46,10 @@ class DatabaseLedger:
     def total(self) -> int:
         return self.end_id - self.start_id + 1
 
+    def done(self, this_run: int) -> int:
+        """Ids of the pass with an outcome, given this run's count (one process: no one else writes)."""
+        return self.done_at_start + this_run
+
     async def pending(self) -> AsyncIterator[list[int]]:
         """Chunks of ids that have no outcome in this pass yet."""
         assert self.pass_info is not None, "open() first"

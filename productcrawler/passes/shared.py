@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import redis
+
 from productcrawler.passes.redis_pass import RedisPass
 
 if TYPE_CHECKING:
@@ -21,6 +23,13 @@ class SharedLedger:
     async def open(self, *, fresh: bool) -> None:
         # The scheduler opened (or joined) the pass already: it needs it first.
         self.done_at_start = self.redis_pass.done_count()
+
+    def done(self, this_run: int) -> int:
+        """Ids of the pass with an outcome, by every instance (Redis's count)."""
+        try:
+            return self.redis_pass.done_count()
+        except redis.RedisError:
+            return self.done_at_start + this_run
 
     async def pending(self) -> AsyncIterator[list[int]]:
         return

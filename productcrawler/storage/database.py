@@ -8,6 +8,7 @@ Nothing here runs SQL on the reactor thread.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from productcrawler.storage.schema import MYSQL_DDL, SQLITE_DDL
 
 if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
+
+logger = logging.getLogger(__name__)
 
 PRODUCT_COLUMNS = ("product_id", "name", "price", "stock", "category", "brand", "rating",
                    "sales_count", "update_time")
@@ -270,6 +273,24 @@ def outcome_counts(cursor: Any, dialect: Dialect, first: int, last: int,
 
 # --- the reactor-side handle -------------------------------------------------------
 
+class _Connection(adbapi.Connection):
+    """adbapi's connection wrapper, minus its traceback on every lost connection.
+
+    When a connection dies mid-transaction, adbapi's rollback logs "Rollback
+    failed" with a traceback (twice) before the caller even sees the error.
+    The caller classifies and retries that error itself (``pipelines/storage``),
+    so here the dead connection is just dropped: the next transaction opens a
+    new one, and the original error propagates unchanged.
+    """
+
+    def rollback(self) -> None:
+        try:
+            self._connection.rollback()
+        except Exception as error:  # noqa: BLE001 - the connection is gone; say so quietly
+            logger.debug("Rollback failed (%s); dropping the connection", error)
+            self._pool.disconnect(self._connection)
+
+
 class Database:
     """A pool of connections in worker threads; every call returns a Deferred."""
 
@@ -284,7 +305,8 @@ class Database:
                                               **kwargs)
         else:
             # Two: batched writes and the ledger's reads don't queue behind each other.
-            self.pool = adbapi.ConnectionPool("pymysql", cp_min=1, cp_max=2, cp_reconnect=True, **kwargs)
+            self.pool = adbapi.ConnectionPool("pymysql", cp_min=1, cp_max=2, **kwargs)
+            self.pool.connectionFactory = _Connection
 
     def run(self, function: Any, *args: Any, **kwargs: Any) -> Deferred[Any]:
         """Run ``function(cursor, dialect, *args)`` in a transaction in a worker thread."""

@@ -1,0 +1,162 @@
+"""An optional Prometheus endpoint per crawl process, off unless METRICS_PORT is set.
+
+The values are read from the crawl stats when Prometheus scrapes, by a
+collector registered in a registry of this crawler's own: nothing is counted
+twice and nothing runs per request. prometheus-client serves ``/metrics`` from
+a daemon thread of its own, which never touches the reactor.
+
+``METRICS_PORT=0`` picks a free port; the log line ``Prometheus metrics at
+http://ADDRESS:PORT/metrics`` gives the real one. ``METRICS_ADDRESS`` (default
+127.0.0.1) is the address to listen on; ``0.0.0.0`` in a container.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+from productcrawler import stat_keys
+from productcrawler.config import ConfigError, CrawlConfig
+
+if TYPE_CHECKING:
+    import threading
+    from collections.abc import Iterator
+    from wsgiref.simple_server import WSGIServer
+
+    from prometheus_client.metrics_core import Metric
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+NAMESPACE = "productcrawler"
+
+#: Scrapy's own stats that the metrics read (ours are in ``stat_keys``).
+REQUEST_COUNT = "downloader/request_count"
+RESPONSE_STATUS_PREFIX = "downloader/response_status_count/"
+RETRY_REASON_PREFIX = "retry/reason_count/"
+
+
+class CrawlStatsCollector:
+    """Builds the metric families from a snapshot of the crawl stats at scrape time."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.stats: StatsCollector = crawler.stats
+
+    def describe(self) -> list[Metric]:
+        # Names only, so that the registry never calls collect() at registration.
+        return list(self._families({}, None))
+
+    def collect(self) -> Iterator[Metric]:
+        # Runs on the metrics server's thread while the reactor thread updates
+        # the stats: dict() copies the dict in one step under the GIL, so the
+        # loops below never see it change size.
+        snapshot = dict(self.stats.get_stats())
+        yield from self._families(snapshot, getattr(self.crawler.spider, "ledger", None))
+
+    def _families(self, stats: dict[str, object], ledger: Any) -> Iterator[Metric]:
+        def number(key: str) -> float:
+            value = stats.get(key, 0)
+            return float(value) if isinstance(value, (int, float)) else 0.0
+
+        def counter(name: str, documentation: str, key: str) -> CounterMetricFamily:
+            family = CounterMetricFamily(f"{NAMESPACE}_{name}", documentation)
+            family.add_metric([], number(key))
+            return family
+
+        yield counter("requests", "Requests sent to the API (retries included).", REQUEST_COUNT)
+        responses = CounterMetricFamily(f"{NAMESPACE}_responses", "API responses by HTTP status.",
+                                        labels=["status"])
+        retries = CounterMetricFamily(f"{NAMESPACE}_retries", "Retries scheduled, by reason.",
+                                      labels=["reason"])
+        for key in sorted(stats):
+            if key.startswith(RESPONSE_STATUS_PREFIX):
+                responses.add_metric([key[len(RESPONSE_STATUS_PREFIX):]], number(key))
+            elif key.startswith(RETRY_REASON_PREFIX):
+                retries.add_metric([key[len(RETRY_REASON_PREFIX):]], number(key))
+        yield responses
+        yield retries
+        yield counter("products_stored", "Products written to the database in this run.",
+                      stat_keys.STORED)
+        yield counter("products_missing", "Ids the API answered 404 for in this run.",
+                      stat_keys.MISSING)
+        yield counter("products_failed", "Ids given up on (retries used up) in this run.",
+                      stat_keys.FAILED)
+        yield counter("ratelimit_wait_seconds", "Seconds requests waited for a rate-limit token.",
+                      stat_keys.RATELIMIT_WAIT_SECONDS)
+        rate = GaugeMetricFamily(f"{NAMESPACE}_ratelimit_effective_rate",
+                                 "Requests per second let through by the rate limiter, recently.")
+        rate.add_metric([], number(stat_keys.RATELIMIT_EFFECTIVE_RATE))
+        yield rate
+
+        # Before the spider opens its ledger both are 0.
+        total = float(getattr(ledger, "total", 0))
+        done = 0.0
+        if ledger is not None:
+            done = float(ledger.done(int(sum(
+                number(key) for key in (stat_keys.STORED, stat_keys.MISSING, stat_keys.FAILED)))))
+        done_family = GaugeMetricFamily(
+            f"{NAMESPACE}_pass_ids_done",
+            "Ids of the pass with an outcome (all instances, when they share a Redis).")
+        done_family.add_metric([], done)
+        yield done_family
+        total_family = GaugeMetricFamily(f"{NAMESPACE}_pass_ids_total", "Ids in the pass.")
+        total_family.add_metric([], total)
+        yield total_family
+
+
+class PrometheusMetrics:
+    def __init__(self, crawler: Crawler, port: int, address: str) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(CrawlStatsCollector(crawler))
+        self.port = port
+        self.address = address
+        self._server: WSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PrometheusMetrics:
+        config = CrawlConfig.from_settings(crawler.settings)
+        if config.metrics_port is None:
+            raise NotConfigured
+        extension = cls(crawler, config.metrics_port, config.metrics_address)
+        # Started here, not at spider_opened: a port that is taken must stop
+        # the crawl before it starts, not be logged and ignored by a signal.
+        extension.start()
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start() first"
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{host}:{self._server.server_port}/metrics"
+
+    def start(self) -> None:
+        try:
+            self._server, self._thread = start_http_server(self.port, self.address, registry=self.registry)
+        except OSError as error:
+            raise ConfigError(f"METRICS_PORT={self.port}: cannot listen on METRICS_ADDRESS={self.address} "
+                              f"port {self.port}: {error.strerror or error}") from None
+        logger.info("Prometheus metrics at %s", self.url)
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        # shutdown() waits for the serving loop to notice (at most its 0.5 s poll).
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def spider_closed(self) -> None:
+        self.stop()

@@ -1,0 +1,237 @@
+"""The Prometheus endpoint: off by default, on a free port with METRICS_PORT=0, live during a crawl."""
+
+from __future__ import annotations
+
+import queue
+import re
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import IO, TYPE_CHECKING
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.test import get_crawler
+
+from productcrawler import stat_keys
+from productcrawler.config import ConfigError
+from productcrawler.extensions.metrics import PrometheusMetrics
+from productcrawler.simulator import catalog
+from tests.conftest import ROOT, crawl_command, crawl_env, mysql_query
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+# 127.0.0.1 must never go through an http_proxy from the environment.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+LOG_LINE = re.compile(r"Prometheus metrics at (http://127\.0\.0\.1:(\d+)/metrics)")
+
+#: Every family the endpoint exposes, with its type (counters' samples end in _total).
+FAMILIES = {
+    "productcrawler_requests": "counter",
+    "productcrawler_responses": "counter",  # label: status
+    "productcrawler_retries": "counter",  # label: reason
+    "productcrawler_products_stored": "counter",
+    "productcrawler_products_missing": "counter",
+    "productcrawler_products_failed": "counter",
+    "productcrawler_ratelimit_wait_seconds": "counter",
+    "productcrawler_ratelimit_effective_rate": "gauge",
+    "productcrawler_pass_ids_done": "gauge",
+    "productcrawler_pass_ids_total": "gauge",
+}
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape_text(url: str) -> str:
+    with _OPENER.open(url, timeout=5) as response:
+        return response.read().decode()
+
+
+def families(text: str) -> dict[str, str]:
+    return {family.name: family.type for family in text_string_to_metric_families(text)}
+
+
+def samples_of(text: str) -> Samples:
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def scrape(url: str) -> Samples:
+    text = scrape_text(url)
+    assert families(text) == FAMILIES
+    return samples_of(text)
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples[(name, tuple(sorted(labels.items())))]
+
+
+@pytest.fixture
+def metrics() -> Iterator[PrometheusMetrics]:
+    crawler = get_crawler(settings_dict={"METRICS_PORT": 0})
+    extension = PrometheusMetrics.from_crawler(crawler)
+    yield extension
+    extension.stop()
+
+
+# --- the component -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("port", [None, ""])
+def test_off_unless_metrics_port_is_set(port: str | None) -> None:
+    crawler = get_crawler(settings_dict={"METRICS_PORT": port})
+    with pytest.raises(NotConfigured):
+        PrometheusMetrics.from_crawler(crawler)
+
+
+@pytest.mark.parametrize(("port", "message"), [("abc", "not an integer"), ("70000", "at most 65535"),
+                                               ("-1", "at least 0")])
+def test_invalid_port_is_an_error_naming_the_setting(port: str, message: str) -> None:
+    crawler = get_crawler(settings_dict={"METRICS_PORT": port})
+    with pytest.raises(ValueError, match=f"METRICS_PORT={port!r} .*{message}"):
+        PrometheusMetrics.from_crawler(crawler)
+
+
+def test_port_zero_serves_on_a_free_port_logs_it_and_stops_at_close(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # No other extension: spider_closed is sent below without a crawl having run.
+    crawler = get_crawler(settings_dict={"METRICS_PORT": "0", "EXTENSIONS_BASE": {}})
+    with caplog.at_level("INFO", logger="productcrawler.extensions.metrics"):
+        extension = PrometheusMetrics.from_crawler(crawler)  # kept: signals hold handlers weakly
+    try:
+        [message] = [m for name, _, m in caplog.record_tuples if name == "productcrawler.extensions.metrics"]
+        found = LOG_LINE.search(message)
+        assert found and int(found[2]) > 0, message
+        assert extension.url == found[1]
+        text = scrape_text(found[1])
+        assert families(text) == FAMILIES
+        # Nothing counted yet: every unlabelled family is there at 0.
+        assert samples_of(text) == {(f"{name}_total" if kind == "counter" else name, ()): 0.0
+                                    for name, kind in FAMILIES.items()
+                                    if name not in ("productcrawler_responses", "productcrawler_retries")}
+    finally:
+        crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="finished")
+    with pytest.raises(urllib.error.URLError):
+        scrape(found[1])
+
+
+def test_a_port_in_use_stops_the_crawl_with_the_setting_named(metrics: PrometheusMetrics) -> None:
+    taken = metrics.url.rsplit(":", 1)[1].split("/")[0]
+    crawler = get_crawler(settings_dict={"METRICS_PORT": taken})
+    expected = f"METRICS_PORT={taken}: cannot listen on METRICS_ADDRESS=127.0.0.1 port {taken}: Address already"
+    with pytest.raises(ConfigError, match=expected):
+        PrometheusMetrics.from_crawler(crawler)
+
+
+def test_values_come_from_the_crawl_stats(metrics: PrometheusMetrics) -> None:
+    stats = metrics.crawler.stats
+    stats.set_value("downloader/request_count", 12)
+    stats.set_value("downloader/response_status_count/200", 8)
+    stats.set_value("downloader/response_status_count/404", 1)
+    stats.set_value("downloader/response_status_count/503", 3)
+    stats.set_value("retry/reason_count/http_503", 3)
+    stats.set_value(stat_keys.STORED, 8)
+    stats.set_value(stat_keys.MISSING, 1)
+    stats.set_value(stat_keys.RATELIMIT_WAIT_SECONDS, 0.25)
+    stats.set_value(stat_keys.RATELIMIT_EFFECTIVE_RATE, 199.5)
+
+    samples = scrape(metrics.url)
+    assert value(samples, "productcrawler_requests_total") == 12
+    assert value(samples, "productcrawler_responses_total", status="200") == 8
+    assert value(samples, "productcrawler_responses_total", status="404") == 1
+    assert value(samples, "productcrawler_responses_total", status="503") == 3
+    assert value(samples, "productcrawler_retries_total", reason="http_503") == 3
+    assert value(samples, "productcrawler_products_stored_total") == 8
+    assert value(samples, "productcrawler_products_missing_total") == 1
+    assert value(samples, "productcrawler_products_failed_total") == 0
+    assert value(samples, "productcrawler_ratelimit_wait_seconds_total") == 0.25
+    assert value(samples, "productcrawler_ratelimit_effective_rate") == 199.5
+    # No spider yet: no pass to report on.
+    assert value(samples, "productcrawler_pass_ids_total") == 0
+    # A later scrape sees later values: nothing is cached.
+    stats.inc_value(stat_keys.STORED, 5)
+    assert value(scrape(metrics.url), "productcrawler_products_stored_total") == 13
+
+
+# --- the real crawl ----------------------------------------------------------
+
+END = 1500
+#: The last id answers after SLOW seconds: while it is in flight every other id
+#: is done and the numbers hold still long enough to compare with the database.
+SLOW = 5.0
+
+
+def _lines(stream: IO[str], into: queue.Queue[str], log: list[str]) -> None:
+    for line in stream:
+        log.append(line)
+        into.put(line)
+
+
+def test_crawl_exposes_live_metrics_that_match_the_database(clean_simulator, mysql_url) -> None:
+    clean_simulator.set_faults(["503=10-19", f"slow={END}"], slow_delay=SLOW)
+    command = crawl_command("-a", "start_id=1", "-a", f"end_id={END}",
+                            settings={"MAX_REQUESTS_PER_SECOND": 200, "METRICS_PORT": 0,
+                                      "RETRY_BACKOFF_BASE": 0.1, "RETRY_BACKOFF_MAX": 0.5})
+    env = crawl_env(API_BASE_URL=clean_simulator.base_url, DATABASE_URL=mysql_url)
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    log: list[str] = []
+    reader = threading.Thread(target=_lines, args=(process.stderr, lines, log), daemon=True)
+    reader.start()
+    try:
+        url = None
+        deadline = time.monotonic() + 30
+        while url is None and time.monotonic() < deadline and process.poll() is None:
+            try:
+                found = LOG_LINE.search(lines.get(timeout=0.5))
+            except queue.Empty:
+                continue
+            url = found[1] if found else None
+        assert url is not None, "no metrics log line:\n" + "".join(log)[-3000:]
+
+        missing = sum(1 for i in range(1, END + 1) if catalog.is_missing(i))
+        stored_seen: list[float] = []
+        settled: Samples | None = None
+        deadline = time.monotonic() + 40
+        while settled is None and time.monotonic() < deadline and process.poll() is None:
+            samples = scrape(url)
+            stored_seen.append(value(samples, "productcrawler_products_stored_total"))
+            if value(samples, "productcrawler_pass_ids_done") == END - 1:
+                settled = samples
+                rows = mysql_query(mysql_url, "SELECT COUNT(*) FROM products")[0][0]
+                missing_rows = mysql_query(
+                    mysql_url, "SELECT COUNT(*) FROM crawl_failures WHERE outcome = 'missing'")[0][0]
+            time.sleep(0.2)
+        assert settled is not None, ("the crawl never reached its last id while the metrics were "
+                                     "up:\n" + "".join(log)[-3000:])
+        assert process.wait(timeout=30) == 0, "".join(log)[-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        reader.join(timeout=5)
+
+    # Counts grew while the crawl ran.
+    assert stored_seen == sorted(stored_seen)
+    assert len(set(stored_seen)) >= 3, stored_seen
+    # While the last id was in flight the metrics agreed with the database.
+    assert value(settled, "productcrawler_products_stored_total") == rows
+    assert value(settled, "productcrawler_products_missing_total") == missing_rows == missing
+    assert value(settled, "productcrawler_products_failed_total") == 0
+    assert rows + missing_rows == END - 1
+    assert value(settled, "productcrawler_pass_ids_total") == END
+    assert value(settled, "productcrawler_retries_total", reason="http_503") == 10
+    assert value(settled, "productcrawler_responses_total", status="503") == 10
+    assert value(settled, "productcrawler_responses_total", status="404") == missing
+    assert value(settled, "productcrawler_responses_total", status="200") == rows
+    assert value(settled, "productcrawler_requests_total") == END + 10
+    assert value(settled, "productcrawler_ratelimit_wait_seconds_total") > 0
+    assert 0 < value(settled, "productcrawler_ratelimit_effective_rate") <= 200 * 1.1
+    # And the crawl then finished the pass.
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products")[0][0] == END - missing

@@ -1,0 +1,84 @@
+"""MySQL and Redis cut for 10 seconds mid-crawl: the crawl goes on and loses nothing."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
+from tests.tcp_proxy import TcpProxy
+from tests.test_passes import assert_pass_complete, kill_when_stored, stored_count
+
+END = 3000
+
+
+@pytest.fixture
+def mysql_proxy():
+    proxy = TcpProxy("127.0.0.1", 3306)
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture
+def redis_proxy():
+    proxy = TcpProxy("127.0.0.1", 6379)
+    yield proxy
+    proxy.close()
+
+
+def start(settings: dict[str, object]) -> subprocess.Popen[str]:
+    return subprocess.Popen(crawl_command("-a", f"end_id={END}", settings=settings), cwd=ROOT, env=crawl_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_mysql_cut_for_ten_seconds_mid_crawl_loses_nothing(clean_simulator, mysql_url, mysql_proxy):
+    database = mysql_url.rsplit("/", 1)[1]
+    settings = {"API_BASE_URL": clean_simulator.base_url, "MAX_REQUESTS_PER_SECOND": 300,
+                "DATABASE_URL": mysql_proxy.url("mysql", f"/{database}", user="root")}
+    process = start(settings)
+    kill_when_stored(process, mysql_url, 500, 0)
+    mysql_proxy.cut(10)
+    output, _ = process.communicate(timeout=240)
+    assert process.returncode == 0, output[-3000:]
+    assert "Cannot write to the database" in output and "reachable again" in output
+    assert_pass_complete(mysql_url)
+
+
+def test_mysql_down_past_the_limit_stops_cleanly_and_a_restart_finishes(clean_simulator, mysql_url, mysql_proxy):
+    database = mysql_url.rsplit("/", 1)[1]
+    settings = {"API_BASE_URL": clean_simulator.base_url, "MAX_REQUESTS_PER_SECOND": 300,
+                "DATABASE_URL": mysql_proxy.url("mysql", f"/{database}", user="root"), "DATABASE_OUTAGE_MAX": 3}
+    process = start(settings)
+    kill_when_stored(process, mysql_url, 500, 0)
+    mysql_proxy.cut(30)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 1, output[-3000:]
+    assert "The database has been unavailable for 3 s" in output
+    assert "Traceback" not in output
+    assert stored_count(mysql_url) < END
+    code, output = direct_restart(settings, mysql_url)
+    assert code == 0, output[-3000:]
+    assert_pass_complete(mysql_url)
+
+
+def direct_restart(settings: dict[str, object], mysql_url: str) -> tuple[int, str]:
+    """The same crawl, straight to MySQL (the proxy is still cutting)."""
+    process = start({**settings, "DATABASE_URL": mysql_url})
+    output, _ = process.communicate(timeout=240)
+    return process.returncode, output
+
+
+def test_redis_cut_for_ten_seconds_mid_crawl_loses_nothing(clean_simulator, mysql_url, redis_proxy, redis_prefix):
+    settings = {"API_BASE_URL": clean_simulator.base_url, "MAX_REQUESTS_PER_SECOND": 300,
+                "DATABASE_URL": mysql_url, "REDIS_URL": redis_proxy.url("redis", "/0"),
+                "REDIS_KEY_PREFIX": redis_prefix}
+    process = start(settings)
+    kill_when_stored(process, mysql_url, 500, 0)
+    redis_proxy.cut(10)
+    output, _ = process.communicate(timeout=240)
+    assert process.returncode == 0, output[-3000:]
+    assert "Redis is unreachable" in output
+    assert_pass_complete(mysql_url)
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures WHERE outcome = 'failed'")[0][0] == 0
+    assert REDIS_URL  # the proxy stood in front of this server

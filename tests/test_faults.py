@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from decimal import Decimal
 
 import pytest
 
@@ -115,3 +116,36 @@ def test_two_thousand_ids_with_faults_leave_none_unaccounted_for(crawl, clean_si
         if outcome == "failed":
             assert product_id % 19 == 0 or product_id % 23 == 0
     assert "Finished (finished)" in result.stderr
+
+
+# mode -> (outcome, what the row must show): stored faithfully where valid,
+# recorded as failed with a reason where not.
+HOSTILE = {
+    "huge": ("failed", "size"),  # over DOWNLOAD_MAXSIZE: cancelled, not retried
+    "nested": ("failed", "bad_response/too_deep"),
+    "badutf8": ("failed", "bad_response/invalid_utf8"),
+    "sqlish": ("stored", catalog.SQLISH_NAME),
+    "emoji": ("stored", "📱"),
+    "outofrange": ("stored", None),
+}
+
+
+def test_hostile_payloads_are_stored_faithfully_or_recorded_with_a_reason(crawl, mysql_url):
+    ids = {mode: present(range(500 + 10 * n, 510 + 10 * n))[0] for n, mode in enumerate(HOSTILE)}
+    crawl(max(ids.values()), [f"{mode}={product_id}@*" for mode, product_id in ids.items()],
+          DOWNLOAD_MAXSIZE=1_000_000, MAX_RETRIES=1)
+    failures = {r[0]: r[1:] for r in mysql_query(mysql_url, "SELECT product_id, outcome, reason FROM crawl_failures")}
+    products = {r[0]: r[1:] for r in mysql_query(mysql_url, "SELECT product_id, name, price, stock, sales_count, "
+                                                            "rating FROM products")}
+    for mode, (outcome, shows) in HOSTILE.items():
+        product_id = ids[mode]
+        if outcome == "failed":
+            assert product_id not in products, mode
+            assert failures[product_id][0] == "failed" and shows in failures[product_id][1], (mode, failures[product_id])
+        else:
+            assert product_id not in failures, (mode, failures.get(product_id))
+            name, price, stock, sales_count, rating = products[product_id]
+            if shows is not None:
+                assert shows in name, mode
+            else:  # out-of-range numbers: dropped to NULL or clamped, never rejected by MySQL
+                assert (price, stock, sales_count, rating) == (None, None, None, Decimal("5.00"))

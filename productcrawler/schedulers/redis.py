@@ -58,9 +58,8 @@ class PassQueue(RedisQueueBase):
         return len(self._buffer)
 
     def push(self, request: Request) -> None:
-        delay = float(request.meta.pop(RETRY_DELAY, 0) or 0)
         entry = Entry(request.meta["product_id"], request.meta.get("retry_times", 0))
-        self.redis_pass.push(entry, delay)
+        self.redis_pass.push(entry, float(request.meta.get(RETRY_DELAY) or 0))
 
     def pop(self, timeout: int = 0) -> Request | None:
         if not self._buffer:
@@ -103,6 +102,7 @@ class RedisScheduler(ScrapyRedisScheduler):
         self.config = config
         self.redis_pass = redis_pass_for(crawler, config)
         self._unacked: list[int] = []
+        self._unpushed: list[Request] = []
         self._heartbeat = LoopingCall(self._beat)
         self._last_beat = (time.time(), 0)
         self._redis_down_logged = False
@@ -147,14 +147,20 @@ class RedisScheduler(ScrapyRedisScheduler):
         if request.meta.get(RETRY_DELAY):
             self.stats.inc_value(stat_keys.RETRY_DELAYED)
             self.stats.inc_value(stat_keys.RETRY_DELAY_SECONDS, float(request.meta[RETRY_DELAY]))
-        try:
-            self.queue.push(request)
-        except redis.RedisError as error:
-            # Still leased to us: if Redis stays away, recovery gives it back.
-            self._redis_unavailable(error)
-            return False
-        self.stats.inc_value("scheduler/enqueued/redis")
+        self._unpushed.append(request)
+        self._push_held()
         return True
+
+    def _push_held(self) -> None:
+        """Hand retries to Redis; while it is away they wait here (still leased to us)."""
+        while self._unpushed:
+            try:
+                self.queue.push(self._unpushed[0])
+            except redis.RedisError as error:
+                self._redis_unavailable(error)
+                return
+            self._unpushed.pop(0)
+            self.stats.inc_value("scheduler/enqueued/redis")
 
     def next_request(self) -> Request | None:
         try:
@@ -168,7 +174,7 @@ class RedisScheduler(ScrapyRedisScheduler):
         return request
 
     def has_pending_requests(self) -> bool:
-        return len(self.queue) > 0
+        return len(self.queue) > 0 or bool(self._unpushed)
 
     def _committed(self, products: list[Any], failures: list[Any]) -> None:
         self._unacked.extend(item.product_id for item in products)
@@ -194,6 +200,7 @@ class RedisScheduler(ScrapyRedisScheduler):
         self._last_beat = (now, done)
         try:
             self._flush_acks()
+            self._push_held()
             self.redis_pass.heartbeat({**outcomes, "rate": round(rate, 1), "at": now,
                                        "host": socket.gethostname(), "pid": os.getpid()})
             recovered = self.redis_pass.recover()

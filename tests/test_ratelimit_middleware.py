@@ -7,7 +7,6 @@ import bisect
 import logging
 import os
 import time
-import uuid
 from typing import Any
 
 import pytest
@@ -180,21 +179,6 @@ def test_429_backs_off_once_per_rate_and_logs_once(caplog: pytest.LogCaptureFixt
     assert [level for level, _ in logged] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
     assert "backing off to 50.0 requests/second" in logged[0][1]
     assert "no more backoff messages will be shown" in logged[0][1]
-
-
-@pytest.fixture
-def redis_prefix() -> Any:
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.skip(f"no Redis at {REDIS_URL}: {exc}")
-    prefix = f"test-ratelimit-mw-{uuid.uuid4().hex}"
-    yield prefix
-    keys = list(client.scan_iter(f"{prefix}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 def test_instances_share_the_rate_and_the_backoff_through_redis(redis_prefix: str) -> None:

@@ -30,6 +30,12 @@ USER_AGENT = "productcrawler (+https://github.com/productcrawler)"
 DEFAULT_REQUEST_HEADERS = {"Accept": "application/json"}
 
 DOWNLOADER_MIDDLEWARES = {
+    # Default middlewares with nothing to do for an API client; each costs a
+    # call per request or response (bench/cpu.py measures the difference).
+    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,  # no allowed_domains
+    "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,  # auth is ApiKeyMiddleware's
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,  # few-KB JSON
+    "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,  # no proxy to the API
     # Ours replaces Scrapy's at the same place: it honours Retry-After, backs
     # off with jitter and records the ids it gives up.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
@@ -38,6 +44,13 @@ DOWNLOADER_MIDDLEWARES = {
     # Closest to the downloader: every request actually sent takes a token,
     # retries included.
     "productcrawler.middlewares.ratelimit.RateLimitMiddleware": 950,
+}
+
+SPIDER_MIDDLEWARES = {
+    # The spider follows no links: no URL length to check, no depth, no meta copied.
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
 }
 
 ITEM_PIPELINES = {
@@ -88,5 +101,7 @@ DOWNLOAD_MAXSIZE = 1024 * 1024
 DOWNLOAD_WARNSIZE = 256 * 1024
 
 LOG_LEVEL = "INFO"
+# No per-response/per-item DEBUG record is built unless LOG_LEVEL is DEBUG.
+LOG_FORMATTER = "productcrawler.logformatter.QuietLogFormatter"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"

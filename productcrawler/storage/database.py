@@ -45,8 +45,6 @@ class Dialect:
     ddl: tuple[str, ...]
     upsert_product: str
     upsert_failure: str
-    delete_failures: str
-    delete_products: str
     placeholder: str
 
     def params(self, count: int) -> str:
@@ -65,8 +63,6 @@ def _dialect(name: str, module: str, ddl: tuple[str, ...], placeholder: str,
         name=name, module=module, ddl=ddl, placeholder=placeholder,
         upsert_product=upsert("products", PRODUCT_COLUMNS, "product_id"),
         upsert_failure=upsert("crawl_failures", FAILURE_COLUMNS, "product_id"),
-        delete_failures=f"DELETE FROM crawl_failures WHERE product_id = {placeholder}",
-        delete_products=f"DELETE FROM products WHERE product_id = {placeholder}",
     )
 
 
@@ -163,16 +159,20 @@ def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
     """
     if products:
         cursor.executemany(dialect.upsert_product, _rows(dialect, products, PRODUCT_COLUMNS))
-        cursor.executemany(dialect.delete_failures, [(p.product_id,) for p in products])
+        # One IN (...) per batch: executemany runs a DELETE once per row.
+        _delete_ids(cursor, dialect, "crawl_failures", [p.product_id for p in products])
     if failures:
         rows = [(f.product_id, f.outcome, f.http_status, f.reason[:255], f.attempts, at)
                 for f, at in failures]
         if dialect is SQLITE:
             rows = [tuple(_sqlite_value(v) for v in row) for row in rows]
         cursor.executemany(dialect.upsert_failure, rows)
-        missing = [(f.product_id,) for f, _ in failures if f.outcome == MISSING]
-        if missing:
-            cursor.executemany(dialect.delete_products, missing)
+        _delete_ids(cursor, dialect, "products", [f.product_id for f, _ in failures if f.outcome == MISSING])
+
+
+def _delete_ids(cursor: Any, dialect: Dialect, table: str, ids: list[int]) -> None:
+    if ids:
+        cursor.execute(f"DELETE FROM {table} WHERE product_id IN ({dialect.params(len(ids))})", ids)
 
 
 def _done_union(dialect: Dialect) -> str:

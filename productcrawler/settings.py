@@ -96,6 +96,15 @@ DOWNLOAD_DELAY_JITTER = 0
 # tasks per response to process one item (a quarter of the crawl's CPU).
 CONCURRENT_ITEMS = 1
 
+# Scrapy's aiohttp download handler: ~20 % less CPU per response than the
+# Twisted HTTP/1.1 one on this workload (BENCHMARKS.md, ladder rung L6), and the
+# same outcome for every fault mode (bench/handler_check.py). It is in a
+# private module in Scrapy 2.19, which is one more reason Scrapy is pinned.
+DOWNLOAD_HANDLERS = {
+    "http": "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler",
+    "https": "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler",
+}
+
 # A product is a few KB; anything above 1 MB is not a product.
 DOWNLOAD_MAXSIZE = 1024 * 1024
 DOWNLOAD_WARNSIZE = 256 * 1024

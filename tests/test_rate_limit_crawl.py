@@ -48,9 +48,13 @@ def test_one_instance_holds_the_cap_in_every_second(clean_simulator, mysql_url):
 
 
 def test_two_instances_sharing_redis_hold_the_cap_together(clean_simulator, mysql_url, redis_prefix):
-    clean_simulator.set_faults([], rate_limit=CAP * 1.05)
-    settings = settings_for(clean_simulator, mysql_url, REDIS_URL=REDIS_URL, REDIS_KEY_PREFIX=redis_prefix)
-    processes = [subprocess.Popen(crawl_command("-a", f"end_id={CAP * 5}", settings=settings), cwd=ROOT,
+    # A lower cap: two crawlers, the simulator, MariaDB and Redis share 2 cores
+    # here, and a starved simulator stamps arrivals late, in clumps.
+    cap = CAP * 2 // 3
+    clean_simulator.set_faults([], rate_limit=cap * 1.05)
+    settings = settings_for(clean_simulator, mysql_url, REDIS_URL=REDIS_URL, REDIS_KEY_PREFIX=redis_prefix,
+                            MAX_REQUESTS_PER_SECOND=cap)
+    processes = [subprocess.Popen(crawl_command("-a", f"end_id={cap * 6}", settings=settings), cwd=ROOT,
                                   env=crawl_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                  for _ in range(2)]
     outputs = [p.communicate(timeout=180)[0] for p in processes]
@@ -58,8 +62,8 @@ def test_two_instances_sharing_redis_hold_the_cap_together(clean_simulator, mysq
     arrivals = clean_simulator.arrivals()
     assert [a for a in arrivals if a[3] == "rate_limited"] == []
     times = [a[0] for a in arrivals]
-    assert busiest_window(times) <= CAP * 1.05
-    assert steady_rate(times) >= CAP * 0.8  # two crawlers and the simulator share 2 cores here
+    assert busiest_window(times) <= cap * 1.05
+    assert steady_rate(times) >= cap * 0.85
 
 
 def test_429s_back_the_rate_off_and_are_logged_once(clean_simulator, mysql_url):

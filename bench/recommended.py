@@ -1,0 +1,67 @@
+"""The settings this bench recommends for productcrawler/settings.py, as ``-s`` overrides.
+
+``bench/peers.py``, ``bench/memory.py`` and ``bench/throughput.py`` run the
+project with these on top of its own settings ("ours-tuned") as well as
+without ("ours"), so a result shows what the proposal buys. Once settings.py
+carries them, the two coincide. ``FastStatsCollector`` lives in
+``bench/faststats.py`` until it moves into the package
+(``productcrawler/stats.py`` is the suggested home; that copy is used once it
+exists).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from _common import downloader_middlewares
+
+# Default Scrapy downloader middlewares that do nothing for an API client, each
+# costing a call (or an async-gen layer) per request and/or response.
+UNUSED_DOWNLOADER_MIDDLEWARES = {
+    # No allowed_domains: the check finds nothing to filter.
+    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+    # No http_user/http_pass: auth is ApiKeyMiddleware's job.
+    "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
+    # Asks for gzip/br/zstd and decodes it: a few-KB JSON body is cheaper sent plain on a LAN.
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    # No proxy between us and the API (and no http_proxy from the environment).
+    "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,
+    # Builds the raw HTTP text of every request and response to count bytes:
+    # our own productcrawler/* stats say what a run did.
+    "scrapy.downloadermiddlewares.stats.DownloaderStats": None,
+}
+UNUSED_SPIDER_MIDDLEWARES = {
+    # The spider follows no links: no URL to check, no depth to track, no meta copied.
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
+}
+
+
+def _class(package_path: str, bench_path: str) -> str:
+    module, _, name = package_path.rpartition(".")
+    try:
+        return package_path if hasattr(importlib.import_module(module), name) else bench_path
+    except ImportError:
+        return bench_path
+
+
+AIOHTTP_HANDLER = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
+
+
+def recommended(*, aiohttp: bool = False) -> dict[str, Any]:
+    """The proposal. ``aiohttp=True`` adds Scrapy's aiohttp download handler, which is not proposed:
+    beside the project as of c31b91f it made no measurable difference (BENCHMARKS.md)."""
+    settings = {
+        "DOWNLOADER_MIDDLEWARES": downloader_middlewares(UNUSED_DOWNLOADER_MIDDLEWARES),
+        "SPIDER_MIDDLEWARES": dict(UNUSED_SPIDER_MIDDLEWARES),
+        # In settings.py since e564f6c; repeated so the bench measures the same thing on older trees.
+        "LOG_FORMATTER": "productcrawler.logformatter.QuietLogFormatter",
+        "STATS_CLASS": _class("productcrawler.stats.FastStatsCollector", "bench.faststats.FastStatsCollector"),
+    }
+    if aiohttp:
+        # Scrapy 2.19's aiohttp handler (marked experimental); bench/handler_check.py finds the
+        # same outcome for every simulator fault.
+        settings["DOWNLOAD_HANDLERS"] = {"http": AIOHTTP_HANDLER, "https": AIOHTTP_HANDLER}
+    return settings

@@ -93,6 +93,7 @@ EPOLL = "twisted.internet.epollreactor.EPollReactor"
 AIOHTTP_HANDLER = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
 HTTPX_HANDLER = "scrapy.core.downloader.handlers._httpx.HttpxDownloadHandler"
 FAST_STATS = "bench.faststats.FastStatsCollector"
+TWISTED_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
 TIMED_ACK_SCHEDULER = "bench.experiments.TimedAckScheduler"
 
 
@@ -160,6 +161,7 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
             **dl, "scrapy.downloadermiddlewares.stats.DownloaderStats": None}}),
         "ours+faststats": ("ours", {"STATS_CLASS": FAST_STATS}),
         "ours+aiohttp": ("ours", {"DOWNLOAD_HANDLERS": {"http": AIOHTTP_HANDLER}}),
+        "ours+twisted-handler": ("ours", {"DOWNLOAD_HANDLERS": {"http": TWISTED_HANDLER, "https": TWISTED_HANDLER}}),
         "ours+timed-ack": ("ours", code),
         "recommended+timed-ack": ("ours", {**ci1, **recommended(), **code}),
         "recommended+timed-ack+no-autothrottle": ("ours", {**ci1, **recommended(), **code, "AUTOTHROTTLE_ENABLED": False}),
@@ -171,8 +173,8 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
 
 
 # A run without --variants: what is left to decide on top of the project as it is.
-DEFAULT_VARIANTS = ("stock-info", "ours", "ours+no-dlstats", "ours+faststats", "ours+aiohttp", "ours+timed-ack",
-                    "recommended", "recommended+timed-ack")
+DEFAULT_VARIANTS = ("stock-info", "ours", "ours+no-dlstats", "ours+faststats", "ours+twisted-handler",
+                    "ours+timed-ack", "recommended", "recommended+timed-ack")
 
 
 def _project_extensions() -> dict[str, Any]:

@@ -1,0 +1,30 @@
+"""sql/init.sql is the MySQL form of the DDL the crawl runs itself."""
+
+from __future__ import annotations
+
+from productcrawler.storage.schema import mysql_init_sql
+from tests.conftest import ROOT, mysql_query
+
+
+def test_init_sql_matches_the_ddl_in_code():
+    assert (ROOT / "sql" / "init.sql").read_text() == mysql_init_sql(), \
+        "regenerate: python -m productcrawler.storage.schema > sql/init.sql"
+
+
+def test_init_sql_creates_the_seed_schema(mysql_url):
+    import pymysql
+
+    connection = pymysql.connect(host="127.0.0.1", user="root", database=mysql_url.rsplit("/", 1)[1])
+    for statement in mysql_init_sql().split(";\n"):
+        if statement.strip():
+            connection.cursor().execute(statement)
+    connection.close()
+    columns = {r[0]: r[1] for r in mysql_query(mysql_url, "SELECT column_name, column_type FROM "
+                                                          "information_schema.columns WHERE table_schema = "
+                                                          "DATABASE() AND table_name = 'products'")}
+    assert columns["product_id"] == "int(11)" and columns["name"] == "varchar(255)"
+    assert columns["price"] == "decimal(10,2)" and columns["rating"] == "decimal(3,2)"
+    assert columns["update_time"] == "datetime" and "created_at" in columns
+    indexes = {r[0] for r in mysql_query(mysql_url, "SELECT index_name FROM information_schema.statistics "
+                                                    "WHERE table_schema = DATABASE() AND table_name = 'products'")}
+    assert {"uk_product_id", "idx_category", "idx_brand"} <= indexes

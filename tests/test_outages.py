@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
 from tests.tcp_proxy import TcpProxy
-from tests.test_passes import assert_pass_complete, kill_when_stored, stored_count
+from tests.test_passes import assert_pass_complete, finish, kill_when_stored, stored_count
 
 END = 3000
 
@@ -64,9 +64,7 @@ def test_mysql_down_past_the_limit_stops_cleanly_and_a_restart_finishes(clean_si
 
 def direct_restart(settings: dict[str, object], mysql_url: str) -> tuple[int, str]:
     """The same crawl, straight to MySQL (the proxy is still cutting)."""
-    process = start({**settings, "DATABASE_URL": mysql_url})
-    output, _ = process.communicate(timeout=240)
-    return process.returncode, output
+    return finish(start({**settings, "DATABASE_URL": mysql_url}), timeout=240)
 
 
 def test_redis_cut_for_ten_seconds_mid_crawl_loses_nothing(clean_simulator, mysql_url, redis_proxy, redis_prefix):

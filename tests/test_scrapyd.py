@@ -32,6 +32,7 @@ from typing import IO, TYPE_CHECKING, Any
 import pytest
 
 from productcrawler.simulator import catalog
+from productcrawler.simulator.process import stop_process
 from tests.conftest import ROOT, crawl_env, mysql_query
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ class Scrapyd:
             if f"Site starting on {port}" in line:
                 self._process = process
                 return True
-        _stop(process)
+        stop_process(process)
         if any("Address already in use" in line for line in self.log):
             return False
         raise RuntimeError(f"scrapyd did not start on port {port}:\n" + "".join(self.log[-40:]))
@@ -129,7 +130,7 @@ class Scrapyd:
                 self.call("cancel.json", [("project", job["project"]), ("job", job["id"]), ("signal", "KILL")])
         except (OSError, ValueError, KeyError):
             pass
-        _stop(self._process)
+        stop_process(self._process)
         self._process = None
 
     def call(self, endpoint: str, data: list[tuple[str, str]] | None = None, *,
@@ -144,14 +145,6 @@ class Scrapyd:
         return json.loads(raw) if endpoint.split("?", 1)[0].endswith(".json") else raw
 
 
-def _stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture(scope="module")

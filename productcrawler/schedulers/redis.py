@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
-from scrapy.utils.misc import load_object
+from scrapy.dupefilters import BaseDupeFilter
 from scrapy_redis.queue import Base as RedisQueueBase
 from scrapy_redis.scheduler import Scheduler as ScrapyRedisScheduler
 from twisted.internet.task import LoopingCall
@@ -95,7 +95,7 @@ class RedisScheduler(ScrapyRedisScheduler):
             persist=True,
             queue_key="%(spider)s",
             queue_cls="productcrawler.schedulers.redis.PassQueue",
-            dupefilter=load_object("scrapy.dupefilters.BaseDupeFilter")(),
+            dupefilter=BaseDupeFilter(),
         )
         self.crawler = crawler
         self.stats = crawler.stats

@@ -88,13 +88,7 @@ class SimulatorProcess:
         process, self._process, self._url = self._process, None, None
         if process is None:
             return None
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(process)
         if process.stdout is not None:
             process.stdout.close()
         return process.returncode
@@ -141,3 +135,14 @@ def _read_line(stream: IO[bytes], timeout: float) -> str | None:
         return lines.get(timeout=timeout).decode(errors="replace").strip()
     except queue.Empty:
         return None
+
+
+def stop_process(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL if it has not exited after 10 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -50,6 +50,10 @@ class Dialect:
     def params(self, count: int) -> str:
         return ", ".join([self.placeholder] * count)
 
+    def value(self, value: Any) -> Any:
+        """A query parameter as this database's driver takes it."""
+        return _sqlite_value(value) if self.name == "sqlite" else value
+
 
 def _dialect(name: str, module: str, ddl: tuple[str, ...], placeholder: str,
              upsert_suffix: str, excluded: str) -> Dialect:
@@ -183,7 +187,7 @@ def _done_union(dialect: Dialect) -> str:
 
 
 def _done_params(dialect: Dialect, first: int, last: int, since: datetime) -> tuple[Any, ...]:
-    since_value = _sqlite_value(since) if dialect is SQLITE else since
+    since_value = dialect.value(since)
     return (first, last, since_value, first, last, since_value)
 
 
@@ -218,11 +222,11 @@ def open_pass(cursor: Any, dialect: Dialect, start_id: int, end_id: int, *, fres
         return PassInfo(int(row[0]), start_id, end_id, as_datetime(row[1]), resumed=True)
     if row is not None:
         cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}",
-                       (_sqlite_value(now) if dialect is SQLITE else now, row[0]))
+                       (dialect.value(now), row[0]))
     started = _after_last_stamp(cursor, dialect, start_id, end_id, now)
     cursor.execute(
         f"INSERT INTO crawl_passes (start_id, end_id, started_at) VALUES ({p}, {p}, {p})",
-        (start_id, end_id, _sqlite_value(started) if dialect is SQLITE else started),
+        (start_id, end_id, dialect.value(started)),
     )
     return PassInfo(int(cursor.lastrowid), start_id, end_id, started, resumed=False)
 
@@ -253,14 +257,14 @@ def _after_last_stamp(cursor: Any, dialect: Dialect, start_id: int, end_id: int,
 def finish_pass(cursor: Any, dialect: Dialect, pass_id: int, now: datetime) -> None:
     p = dialect.placeholder
     cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}",
-                   (_sqlite_value(now) if dialect is SQLITE else now, pass_id))
+                   (dialect.value(now), pass_id))
 
 
 def outcome_counts(cursor: Any, dialect: Dialect, first: int, last: int,
                    since: datetime) -> dict[str, int]:
     """Stored / missing / failed in [first, last] since ``since`` (summaries, progress)."""
     p = dialect.placeholder
-    since_value = _sqlite_value(since) if dialect is SQLITE else since
+    since_value = dialect.value(since)
     cursor.execute(f"SELECT COUNT(*) FROM products WHERE product_id BETWEEN {p} AND {p} "
                    f"AND update_time >= {p}", (first, last, since_value))
     counts = {"stored": int(cursor.fetchone()[0]), "missing": 0, "failed": 0}

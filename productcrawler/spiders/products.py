@@ -53,8 +53,21 @@ class ProductsSpider(Spider):
         # Built here, not in from_crawler: crawler.stats exists only once the crawl starts.
         self.retry_policy = RetryPolicy.from_crawler(self.crawler)
         await self.ledger.open(fresh=self.fresh)
+        # Scrapy reads start() without pause while the downloader is full, so an
+        # eager generator would put the whole range in the scheduler at once (a
+        # 1,000,000-id range: ~30 s of the reactor and over a GB). Instead, once
+        # the downloader is full, hand over one downloader's worth of requests
+        # each time the scheduler runs dry ("lazy start requests" in Scrapy's docs).
+        engine = self.crawler.engine
+        assert engine is not None
+        batch = max(1, self.crawler.settings.getint("CONCURRENT_REQUESTS"))
+        handed = 0
         async for chunk in self.ledger.pending():
             for product_id in chunk:
+                if handed >= batch and engine.needs_backout():
+                    await self.crawler.signals.wait_for(signals.scheduler_empty)
+                    handed = 0
+                handed += 1
                 yield self.make_request(product_id)
 
     def make_request(self, product_id: int) -> Request:

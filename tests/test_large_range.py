@@ -1,0 +1,54 @@
+"""A range far larger than one run's worth starts at once, with flat memory.
+
+Scrapy reads ``start()`` without pause while the downloader is full; before
+the spider handed requests over lazily, a 2,000,000-id range on the default
+(local) scheduler spent about a minute building every request before the first
+one was sent, and needed gigabytes to hold them.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.conftest import ROOT, crawl_command, crawl_env
+from tests.test_passes import finish
+
+RANGE = 2_000_000
+MAX_RSS_MB = 150
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for pid {pid}")
+
+
+def test_a_huge_range_starts_at_once_and_holds_little(clean_simulator, tmp_path):
+    settings = {"API_BASE_URL": clean_simulator.base_url,
+                "DATABASE_URL": f"sqlite:///{tmp_path / 'products.db'}",
+                "MAX_REQUESTS_PER_SECOND": 200}
+    process = subprocess.Popen(crawl_command("-a", f"end_id={RANGE}", settings=settings), cwd=ROOT,
+                               env=crawl_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while len(clean_simulator.arrivals()) < 400:
+            assert process.poll() is None, process.communicate()[0][-3000:]
+            assert time.monotonic() < deadline, "no steady stream of requests within 20 s of start"
+            time.sleep(0.2)
+        peak = rss_mb(process.pid)
+        arrivals = clean_simulator.arrivals()
+        process.send_signal(signal.SIGTERM)
+        code, output = finish(process, timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert code == 0, output[-3000:]
+    assert peak < MAX_RSS_MB, f"RSS {peak:.0f} MB with {len(arrivals)} requests sent"
+    # Ids go out in order from the start of the range, each once.
+    ids = [a[1] for a in arrivals]
+    assert len(set(ids)) == len(ids)
+    assert max(ids) < 1000

@@ -61,6 +61,9 @@ EXTENSIONS = {
     "productcrawler.extensions.progress.ProgressLog": 500,
     # Off unless METRICS_PORT is set.
     "productcrawler.extensions.metrics.PrometheusMetrics": 510,
+    # Full garbage collections paused the reactor for 60-110 ms every ~2 s,
+    # costing the rate limiter its slots (see the module).
+    "productcrawler.extensions.gc_tuning.GcTuning": 520,
     # Our progress line replaces Scrapy's per-minute "Crawled N pages" line.
     "scrapy.extensions.logstats.LogStats": None,
     # Telnet console and remote control: open ports nobody asked for.

@@ -1,0 +1,48 @@
+"""The garbage-collector tuning extension: what it changes, and that it undoes it."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+from scrapy.utils.test import get_crawler
+
+from productcrawler.extensions.gc_tuning import GC_GEN0_THRESHOLD, GcTuning
+
+
+@pytest.fixture
+def restore_gc():
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+
+
+def build(**settings: object) -> GcTuning:
+    return GcTuning.from_crawler(get_crawler(settings_dict=settings))
+
+
+def test_freezes_start_up_objects_and_raises_the_young_threshold_while_open(restore_gc):
+    before = gc.get_threshold()
+    extension = build()
+    extension.spider_opened()
+    assert gc.get_freeze_count() > 1000
+    assert gc.get_threshold() == (GC_GEN0_THRESHOLD, *before[1:])
+    extension.spider_closed()
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before
+
+
+def test_threshold_zero_keeps_pythons_thresholds(restore_gc):
+    before = gc.get_threshold()
+    extension = build(GC_GEN0_THRESHOLD=0)
+    extension.spider_opened()
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() > 0
+    extension.spider_closed()
+
+
+@pytest.mark.parametrize("value", ["-1", "many", "1.5"])
+def test_a_bad_threshold_is_refused_by_name(value):
+    with pytest.raises(ValueError, match=f"GC_GEN0_THRESHOLD={value!r}"):
+        build(GC_GEN0_THRESHOLD=value)

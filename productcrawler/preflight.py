@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
+from productcrawler.middlewares.ratelimit import rate_limit_enabled
 from productcrawler.storage.database import DatabaseTarget, ensure_schema
 
 if TYPE_CHECKING:
@@ -22,6 +23,9 @@ def check(settings: BaseSettings, spider_args: dict[str, Any]) -> CrawlConfig:
     """Validate the contract and reach the database (and Redis); raise ConfigError."""
     config = CrawlConfig.from_settings(settings, start_id=spider_args.get("start_id"),
                                        end_id=spider_args.get("end_id"))
+    # Read here too, before the downloader exists: refused while the crawler is
+    # built, it would leave the download handler's connections open behind it.
+    rate_limit_enabled(settings)
     _check_database(config.database_url)
     if config.redis_url is not None:
         _check_redis(config.redis_url)

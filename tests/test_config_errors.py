@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 
 import pytest
@@ -42,6 +43,9 @@ BAD = [
     ({"REDIS_URL": "http://127.0.0.1:6379"}, (), {}, ["REDIS_URL", "unknown scheme"]),
     ({}, (), {"DATABASE_URL": "oracle://scott:" + SECRET + "@db/x"}, ["DATABASE_URL", "scott:***@", "unknown scheme"]),
     ({}, (), {"MAX_REQUESTS_PER_SECOND": "0"}, ["MAX_REQUESTS_PER_SECOND", "'0'"]),
+    # Refused by a component while the crawler is built, not by the start-up checks.
+    ({"RATE_LIMIT_ENABLED": "maybe"}, (), {}, ["RATE_LIMIT_ENABLED", "'maybe'", "not a boolean"]),
+    ({"GC_GEN0_THRESHOLD": "-5"}, (), {}, ["GC_GEN0_THRESHOLD", "'-5'", "positive whole number"]),
 ]
 
 
@@ -63,6 +67,18 @@ def test_bad_configuration_exits_at_once_with_one_clear_message(tmp_path, settin
     for word in words:
         assert word in lines[0]
     assert SECRET not in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_a_metrics_port_in_use_exits_2_naming_it(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_crawl(settings={"DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "METRICS_PORT": port},
+                           timeout=60)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"productcrawler: configuration error: METRICS_PORT={port}: cannot listen" in result.stderr
     assert "Traceback" not in result.stderr
 
 

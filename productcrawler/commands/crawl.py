@@ -7,6 +7,7 @@ for any reason but "finished" or an operator's stop exits 1.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import TYPE_CHECKING
 
@@ -37,11 +38,24 @@ class Command(ScrapyCrawlCommand):
             return
         assert self.crawler_process is not None
         crawler = self._create_crawler(args[0])
-        self.crawler_process.crawl(crawler, **opts.spargs)
+        task = self.crawler_process.crawl(crawler, **opts.spargs)
+        task.add_done_callback(self._report_config_error)
         self.crawler_process.start()
+        if self.exitcode == 2:
+            return
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
             return
         reason = crawler.stats.get_value(stat_keys.EXIT_REASON) or crawler.stats.get_value("finish_reason")
         if reason not in _CLEAN_REASONS:
             self.exitcode = 1
+
+    def _report_config_error(self, task: asyncio.Task[None]) -> None:
+        """A component refused a setting while the crawler was built: one line, exit 2.
+
+        Retrieving the exception here also keeps asyncio from printing its traceback.
+        """
+        error = None if task.cancelled() else task.exception()
+        if isinstance(error, ConfigError):
+            print(f"productcrawler: configuration error: {error}", file=sys.stderr)
+            self.exitcode = 2

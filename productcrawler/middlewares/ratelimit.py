@@ -47,7 +47,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import sleep
 
 from productcrawler import stat_keys
-from productcrawler.config import CrawlConfig, mask_url
+from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.ratelimit.bucket import LATE_TOLERANCE, LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
 
@@ -69,20 +69,20 @@ META_GRANTED_AT = "ratelimit_granted_at"  # when the bucket granted this request
 EFFECTIVE_RATE_INTERVAL = 1.0  # seconds between updates of the effective_rate stat
 
 
-def _enabled(settings: BaseSettings) -> bool:
+def rate_limit_enabled(settings: BaseSettings) -> bool:
     try:
         return settings.getbool("RATE_LIMIT_ENABLED", True)
     except ValueError:
-        raise ValueError(f"RATE_LIMIT_ENABLED={settings.get('RATE_LIMIT_ENABLED')!r} is not a "
-                         "boolean; expected True/False, 1/0, 'true'/'false'") from None
+        raise ConfigError(f"RATE_LIMIT_ENABLED={settings.get('RATE_LIMIT_ENABLED')!r} is not a "
+                          "boolean; expected True/False, 1/0, 'true'/'false'") from None
 
 
 def _check_asyncio(settings: BaseSettings) -> None:
     """The Redis bucket uses redis.asyncio, so it needs the asyncio reactor."""
     reactor = settings.get("TWISTED_REACTOR")
     if settings.getbool("TWISTED_REACTOR_ENABLED", True) and reactor != ASYNCIO_REACTOR:
-        raise ValueError(f"TWISTED_REACTOR={reactor!r}: the shared rate limit (REDIS_URL) "
-                         f"needs {ASYNCIO_REACTOR}")
+        raise ConfigError(f"TWISTED_REACTOR={reactor!r}: the shared rate limit (REDIS_URL) "
+                          f"needs {ASYNCIO_REACTOR}")
 
 
 class RateLimitMiddleware:
@@ -112,7 +112,7 @@ class RateLimitMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if not _enabled(crawler.settings):
+        if not rate_limit_enabled(crawler.settings):
             raise NotConfigured
         config = CrawlConfig.from_settings(crawler.settings)
         rate, burst = config.max_requests_per_second, config.rate_limit_burst

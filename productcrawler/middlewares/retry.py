@@ -49,6 +49,7 @@ from twisted.internet.error import ConnectionRefusedError as TxConnectionRefused
 from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.web.client import ResponseFailed
 
+from productcrawler.config import ConfigError
 from productcrawler.items import MISSING, FailureItem
 from productcrawler.retry_policy import GiveUp, RetryPolicy
 
@@ -169,4 +170,4 @@ def _check_int_setting(crawler: Crawler, name: str) -> None:
             raise ValueError
         int(raw)
     except (TypeError, ValueError):
-        raise ValueError(f"{name}={raw!r} is not an integer") from None
+        raise ConfigError(f"{name}={raw!r} is not an integer") from None

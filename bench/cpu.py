@@ -92,9 +92,13 @@ QUIET_FORMATTER = "productcrawler.logformatter.QuietLogFormatter"
 EPOLL = "twisted.internet.epollreactor.EPollReactor"
 AIOHTTP_HANDLER = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
 HTTPX_HANDLER = "scrapy.core.downloader.handlers._httpx.HttpxDownloadHandler"
-FAST_STATS = "bench.faststats.FastStatsCollector"
+FAST_STATS = "productcrawler.stats.FastStatsCollector"
 TWISTED_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
 TIMED_ACK_SCHEDULER = "bench.experiments.TimedAckScheduler"
+GC_TUNING = "productcrawler.extensions.gc_tuning.GcTuning"
+DOWNLOADER_STATS = "scrapy.downloadermiddlewares.stats.DownloaderStats"
+TRAFFIC_STATS = "productcrawler.middlewares.traffic_stats.TrafficStats"
+SCRAPY_STATS = "scrapy.statscollectors.MemoryStatsCollector"
 
 
 def variants() -> dict[str, tuple[str, dict[str, Any]]]:
@@ -156,6 +160,13 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
         "recommended+aiohttp": ("ours", {**ci1, **recommended(aiohttp=True)}),
         "recommended+c128": ("ours", {**ci1, **recommended(), "CONCURRENT_REQUESTS": 128,
                                       "CONCURRENT_REQUESTS_PER_DOMAIN": 128}),
+        # The project without one of its CPU changes, to show what each buys.
+        "ours-gc-tuning": ("ours", {"EXTENSIONS": {**_project_extensions(), GC_TUNING: None}}),
+        "ours-traffic-stats": ("ours", {"DOWNLOADER_MIDDLEWARES": {**dl, DOWNLOADER_STATS: 850, TRAFFIC_STATS: None},
+                                        "STATS_CLASS": SCRAPY_STATS}),
+        "ours@adb5806": ("ours", {"EXTENSIONS": {**_project_extensions(), GC_TUNING: None},
+                                  "DOWNLOADER_MIDDLEWARES": {**dl, DOWNLOADER_STATS: 850, TRAFFIC_STATS: None},
+                                  "STATS_CLASS": SCRAPY_STATS}),
         # On top of the project as it is: each remaining proposal alone.
         "ours+no-dlstats": ("ours", {"DOWNLOADER_MIDDLEWARES": {
             **dl, "scrapy.downloadermiddlewares.stats.DownloaderStats": None}}),
@@ -173,8 +184,8 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
 
 
 # A run without --variants: what is left to decide on top of the project as it is.
-DEFAULT_VARIANTS = ("stock-info", "ours", "ours+no-dlstats", "ours+faststats", "ours+twisted-handler",
-                    "ours+timed-ack", "recommended", "recommended+timed-ack")
+DEFAULT_VARIANTS = ("stock-info", "ours", "ours-gc-tuning", "ours-traffic-stats", "ours+twisted-handler",
+                    "ours+timed-ack")
 
 
 def _project_extensions() -> dict[str, Any]:

@@ -8,7 +8,7 @@ Each line is CPU microseconds per call (time.process_time, best of 5), for:
 the two DEBUG log records Scrapy builds per response and per item (and drops,
 at LOG_LEVEL=INFO), with the stock LogFormatter and with
 ``productcrawler/logformatter.py``; DownloaderStats' request+response hooks; one
-``stats.inc_value`` with Scrapy 2.19's collector and ``bench/faststats.py``;
+``stats.inc_value`` with Scrapy 2.19's collector and ``productcrawler.stats.FastStatsCollector``;
 Scrapy's generator-return-value check of a callback when its weakly-cached
 entry is gone (a generator one, and our spider's list-returning ``parse``); and ``_parallel_asyncio`` for one item with
 CONCURRENT_ITEMS=100 and 1.
@@ -85,7 +85,7 @@ def main() -> int:
 
         rows.append((f"crawled+scraped DEBUG records, {label}", per_call(records)))
     for label, stats_class in (("Scrapy's collector", "scrapy.statscollectors.MemoryStatsCollector"),
-                               ("FastStatsCollector", "bench.faststats.FastStatsCollector")):
+                               ("FastStatsCollector", "productcrawler.stats.FastStatsCollector")):
         crawler = get_crawler(Spider, settings_dict={"STATS_CLASS": stats_class})
         stats = crawler.stats
         middleware = DownloaderStats.from_crawler(crawler)

@@ -3,15 +3,13 @@
 ``bench/peers.py``, ``bench/memory.py`` and ``bench/throughput.py`` run the
 project with these on top of its own settings ("ours-tuned") as well as
 without ("ours"), so a result shows what the proposal buys. Once settings.py
-carries them, the two coincide. ``FastStatsCollector`` lives in
-``bench/faststats.py`` until it moves into the package
-(``productcrawler/stats.py`` is the suggested home; that copy is used once it
-exists).
+carries them, the two coincide: as of the commit that moved
+``FastStatsCollector`` into ``productcrawler/stats.py`` and replaced
+``DownloaderStats`` with ``TrafficStats``, settings.py carries all of them.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from _common import downloader_middlewares
@@ -39,14 +37,6 @@ UNUSED_SPIDER_MIDDLEWARES = {
 }
 
 
-def _class(package_path: str, bench_path: str) -> str:
-    module, _, name = package_path.rpartition(".")
-    try:
-        return package_path if hasattr(importlib.import_module(module), name) else bench_path
-    except ImportError:
-        return bench_path
-
-
 AIOHTTP_HANDLER = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
 
 
@@ -58,7 +48,7 @@ def recommended(*, aiohttp: bool = True) -> dict[str, Any]:
         "SPIDER_MIDDLEWARES": dict(UNUSED_SPIDER_MIDDLEWARES),
         # In settings.py since e564f6c; repeated so the bench measures the same thing on older trees.
         "LOG_FORMATTER": "productcrawler.logformatter.QuietLogFormatter",
-        "STATS_CLASS": _class("productcrawler.stats.FastStatsCollector", "bench.faststats.FastStatsCollector"),
+        "STATS_CLASS": "productcrawler.stats.FastStatsCollector",
     }
     if aiohttp:
         # Scrapy 2.19's aiohttp handler (marked experimental); bench/handler_check.py finds the

@@ -228,6 +228,8 @@ def test_crawl_exposes_live_metrics_that_match_the_database(clean_simulator, mys
     assert value(settled, "productcrawler_pass_ids_total") == END
     assert value(settled, "productcrawler_retries_total", reason="http_503") == 10
     assert value(settled, "productcrawler_responses_total", status="503") == 10
+    # Every id was requested once (the last one is still in flight), plus the ten retries.
+    assert value(settled, "productcrawler_requests_total") == END + 10
     assert value(settled, "productcrawler_responses_total", status="404") == missing
     assert value(settled, "productcrawler_responses_total", status="200") == rows
     assert value(settled, "productcrawler_requests_total") == END + 10

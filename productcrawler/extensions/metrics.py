@@ -22,6 +22,7 @@ from scrapy.exceptions import NotConfigured
 
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.middlewares.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
 
 if TYPE_CHECKING:
     import threading
@@ -36,9 +37,7 @@ logger = logging.getLogger(__name__)
 
 NAMESPACE = "productcrawler"
 
-#: Scrapy's own stats that the metrics read (ours are in ``stat_keys``).
-REQUEST_COUNT = "downloader/request_count"
-RESPONSE_STATUS_PREFIX = "downloader/response_status_count/"
+#: Scrapy's ``retry/*`` stats; ``downloader/*`` counts come from TrafficStats.
 RETRY_REASON_PREFIX = "retry/reason_count/"
 
 

@@ -23,6 +23,7 @@ import redis
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.dupefilters import BaseDupeFilter
+from scrapy.utils.defer import deferred_from_coro
 from scrapy_redis.queue import Base as RedisQueueBase
 from scrapy_redis.scheduler import Scheduler as ScrapyRedisScheduler
 from twisted.internet.task import LoopingCall
@@ -44,6 +45,12 @@ logger = logging.getLogger(__name__)
 LEASE_BATCH = 32
 #: Seconds between heartbeats (the TTL is HEARTBEAT_TTL in redis_pass).
 HEARTBEAT_INTERVAL = 2.0
+#: Seconds between looks at the shared queue once it had nothing for us: the
+#: engine asks again only when a download ends or every 5 s, so a retry coming
+#: due or the pass finishing elsewhere would be noticed up to 5 s late.
+IDLE_POLL_INTERVAL = 0.5
+#: Request meta key: leased by this instance's poll; it stays here.
+_LEASED_HERE = "_productcrawler_leased_here"
 
 
 class PassQueue(RedisQueueBase):
@@ -103,7 +110,9 @@ class RedisScheduler(ScrapyRedisScheduler):
         self.redis_pass = redis_pass_for(crawler, config)
         self._unacked: list[int] = []
         self._unpushed: list[Request] = []
+        self._ready: deque[Request] = deque()
         self._heartbeat = LoopingCall(self._beat)
+        self._poll = LoopingCall(self._poll_queue)
         self._last_beat = (time.time(), 0)
         self._redis_down_logged = False
         crawler.signals.connect(self._committed, signal=our_signals.outcomes_committed)
@@ -129,8 +138,9 @@ class RedisScheduler(ScrapyRedisScheduler):
         self._heartbeat.start(HEARTBEAT_INTERVAL, now=False)
 
     def close(self, reason: str) -> None:
-        if self._heartbeat.running:
-            self._heartbeat.stop()
+        for task in (self._heartbeat, self._poll):
+            if task.running:
+                task.stop()
         try:
             self._flush_acks()
             released = self.redis_pass.release()
@@ -144,6 +154,9 @@ class RedisScheduler(ScrapyRedisScheduler):
                          "this instance's leases once its heartbeat expires", error)
 
     def enqueue_request(self, request: Request) -> bool:
+        if request.meta.pop(_LEASED_HERE, False):
+            self._ready.append(request)
+            return True
         if request.meta.get(RETRY_DELAY):
             self.stats.inc_value(stat_keys.RETRY_DELAYED)
             self.stats.inc_value(stat_keys.RETRY_DELAY_SECONDS, float(request.meta[RETRY_DELAY]))
@@ -163,6 +176,8 @@ class RedisScheduler(ScrapyRedisScheduler):
             self.stats.inc_value("scheduler/enqueued/redis")
 
     def next_request(self) -> Request | None:
+        if self._ready:
+            return self._ready.popleft()
         try:
             request = self.queue.pop()
         except redis.RedisError as error:
@@ -171,10 +186,12 @@ class RedisScheduler(ScrapyRedisScheduler):
         if request is not None:
             self.stats.inc_value("scheduler/dequeued/redis")
             self._redis_back()
+        elif not self._poll.running:
+            self._poll.start(IDLE_POLL_INTERVAL, now=False)
         return request
 
     def has_pending_requests(self) -> bool:
-        return len(self.queue) > 0 or bool(self._unpushed)
+        return len(self.queue) > 0 or bool(self._unpushed) or bool(self._ready)
 
     def _committed(self, products: list[Any], failures: list[Any]) -> None:
         self._unacked.extend(item.product_id for item in products)
@@ -221,6 +238,32 @@ class RedisScheduler(ScrapyRedisScheduler):
         except redis.RedisError as error:
             self._redis_unavailable(error)
         raise DontCloseSpider
+
+    def _poll_queue(self) -> None:
+        """Hand the engine a request from the shared queue, or close once the pass is done.
+
+        Runs while the queue has nothing for us. ``engine.crawl`` is Scrapy's
+        public way to wake the engine; the request comes back through
+        ``enqueue_request``, which keeps it here.
+        """
+        engine = self.crawler.engine
+        if engine is None or engine.spider is None:
+            return
+        self._flush_acks()
+        request = self.next_request()
+        if request is not None:
+            self._poll.stop()
+            request.meta[_LEASED_HERE] = True
+            engine.crawl(request)
+            return
+        try:
+            finished = self.redis_pass.is_finished()
+        except redis.RedisError as error:
+            self._redis_unavailable(error)
+            return
+        if finished and engine.spider_is_idle():
+            self._poll.stop()
+            deferred_from_coro(engine.close_spider_async(reason="finished"))
 
     def _redis_unavailable(self, error: Exception) -> None:
         if not self._redis_down_logged:

@@ -6,8 +6,9 @@ Usage (from /work/main; about 4 minutes with the defaults)::
     .venv/bin/python bench/memory.py --part rss --seconds 60 --peers
     .venv/bin/python bench/memory.py --part redis
 
-``rss``: the project's crawl (Redis-shared pass, MySQL upserts, recommended
-settings, unthrottled) over ids 1..20,000 to the end, then over ids
+``rss``: the project's crawl (MySQL upserts, unthrottled), once with the
+Redis-shared pass (``ours``) and once with the local scheduler and database
+ledger (``ours-local``, what runs without REDIS_URL), over ids 1..20,000 to the end, then over ids
 1..1,000,000 stopped with SIGINT after ``--seconds``; RSS is sampled every
 second (with the simulator's response count) and the peak is the child's
 ru_maxrss. Targets: peak <= 150 MB, and the 1,000,000-id peak within 10 % of
@@ -53,7 +54,6 @@ from _common import (  # noqa: E402
     simulator,
     unique_prefix,
 )
-from recommended import recommended  # noqa: E402
 
 UNTHROTTLED = 1_000_000
 MIB = 1024 * 1024
@@ -118,8 +118,10 @@ def rss_run(crawler: str, end: int, seconds: float | None, sim: Any, work: Path)
                 command += ["--max-seconds", str(seconds)]
             stop_after = None
         else:
-            settings = {"DATABASE_URL": f"mysql://root@127.0.0.1:3306/{database}", "REDIS_URL": REDIS_URL,
-                        "REDIS_KEY_PREFIX": prefix, "MAX_REQUESTS_PER_SECOND": UNTHROTTLED, **recommended()}
+            settings = {"DATABASE_URL": f"mysql://root@127.0.0.1:3306/{database}",
+                        "MAX_REQUESTS_PER_SECOND": UNTHROTTLED}
+            if crawler == "ours":
+                settings.update(REDIS_URL=REDIS_URL, REDIS_KEY_PREFIX=prefix)
             command = crawl_command(1, end, sim.base_url, settings)
             stop_after = seconds
         sim.reset()
@@ -202,7 +204,7 @@ def main() -> int:
     if args.part in ("rss", "all"):
         rows = []
         with simulator() as sim:
-            for crawler in ["ours-tuned", *(["aiohttp"] if args.peers else [])]:
+            for crawler in ["ours", "ours-local", *(["aiohttp"] if args.peers else [])]:
                 small = rss_run(crawler, args.small, None, sim, work)
                 large = rss_run(crawler, args.large, args.seconds, sim, work)
                 for row in (small, large):

@@ -3,13 +3,12 @@
 Usage (from /work/main; about 6-8 minutes with the defaults)::
 
     .venv/bin/python bench/peers.py                        # 20,000 ids, unthrottled and at 500/s
-    .venv/bin/python bench/peers.py --ids 5000 --modes unthrottled --crawlers ours-tuned,aiohttp
+    .venv/bin/python bench/peers.py --ids 5000 --modes unthrottled --crawlers ours,aiohttp
 
 Crawlers:
 
 - ``ours``: ``scrapy crawl products`` with the project's settings, Redis-shared
   pass and MySQL upserts (the real pipeline);
-- ``ours-tuned``: the same with ``bench/recommended.py``'s settings on top;
 - ``stock``: ``bench/stock_spider.py``, Scrapy's default settings (LOG_LEVEL
   INFO), no storage; unthrottled only (it has no rate limit);
 - ``aiohttp``: ``bench/aiohttp_crawler.py``, the articles' design (aiomysql
@@ -56,9 +55,8 @@ from _common import (  # noqa: E402
     simulator,
     unique_prefix,
 )
-from recommended import recommended  # noqa: E402
 
-CRAWLERS = ("ours", "ours-tuned", "stock", "aiohttp")
+CRAWLERS = ("ours", "stock", "aiohttp")
 MODES = ("unthrottled", "500")
 UNTHROTTLED = 1_000_000
 
@@ -82,8 +80,6 @@ def run_one(crawler: str, rate: float, ids: int, base_url: str, work: Path, *,
             settings: dict[str, Any] = {"DATABASE_URL": f"mysql://root@127.0.0.1:3306/{database}",
                                         "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": prefix,
                                         "MAX_REQUESTS_PER_SECOND": rate}
-            if crawler == "ours-tuned":
-                settings.update(recommended())
             command = crawl_command(1, ids, base_url, settings)
             cwd = BENCH.parent
         before = redis_used_memory()

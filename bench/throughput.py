@@ -2,7 +2,7 @@
 
 Usage (from /work/main; about 2-3 minutes with the defaults)::
 
-    .venv/bin/python bench/throughput.py                  # 20,000 ids, recommended settings
+    .venv/bin/python bench/throughput.py                  # 20,000 ids, the project's settings
     .venv/bin/python bench/throughput.py --ids 10000 --as-is
 
 Both runs crawl the same id range into MySQL with the Redis-shared pass
@@ -39,15 +39,13 @@ from _common import (  # noqa: E402
     simulator,
     unique_prefix,
 )
-from recommended import recommended  # noqa: E402
 
 
-def run(processes: int, ids: int, sim: Any, work: Path, tuned: bool) -> dict[str, Any]:
+def run(processes: int, ids: int, sim: Any, work: Path) -> dict[str, Any]:
     database = create_database("benchtput")
     prefix = unique_prefix("benchtput")
     settings: dict[str, Any] = {"DATABASE_URL": f"mysql://root@127.0.0.1:3306/{database}", "REDIS_URL": REDIS_URL,
-                                "REDIS_KEY_PREFIX": prefix, "MAX_REQUESTS_PER_SECOND": 1_000_000,
-                                **(recommended() if tuned else {})}
+                                "REDIS_KEY_PREFIX": prefix, "MAX_REQUESTS_PER_SECOND": 1_000_000}
     command = crawl_command(1, ids, sim.base_url, settings)
     try:
         sim.reset()
@@ -72,14 +70,13 @@ def run(processes: int, ids: int, sim: Any, work: Path, tuned: bool) -> dict[str
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ids", type=int, default=20_000)
-    parser.add_argument("--as-is", action="store_true", help="the project's settings only, not bench/recommended.py")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-throughput-"))
     rows = []
     with simulator() as sim:
         for processes in (1, 2):
-            row = run(processes, args.ids, sim, work, tuned=not args.as_is)
+            row = run(processes, args.ids, sim, work)
             rows.append(row)
             print(json.dumps(row), flush=True)
     print("\n| processes | wall s | stored | responses/s | CPU s per process | CPU ms / stored | exit codes |")

@@ -195,6 +195,8 @@ class RedisPass:
         self.pass_id: int | None = None
         self.start_id = 0
         self.end_id = 0
+        #: The pass's done count as of the latest call that read it (acknowledge, done_count).
+        self.last_done_count: int | None = None
         self._open = client.register_script(_OPEN)
         self._pop = client.register_script(_POP)
         self._push = client.register_script(_PUSH)
@@ -217,6 +219,10 @@ class RedisPass:
     def heartbeat_key(self, instance: str | None = None) -> str:
         return f"{self.base}:instance:{instance or self.instance}"
 
+    @property
+    def total(self) -> int:
+        return self.end_id - self.start_id + 1
+
     # operations
     def open(self, start_id: int, end_id: int, *, fresh: bool) -> bool:
         """Join the running pass over this range, or start a new one; True if joined."""
@@ -238,11 +244,16 @@ class RedisPass:
                    args=[entry.encode(), int(round(delay * 1000))])
 
     def acknowledge(self, product_ids: list[int]) -> int:
-        """Mark ids done (their outcome is committed); returns the pass's done count."""
+        """Mark ids done (their outcome is committed); returns the pass's done count.
+
+        -1 means that this instance's pass is no longer the current one.
+        """
         if not product_ids:
             return self.done_count()
         done = int(self._ack(keys=[self.pass_key, self._key("done"), self._key("done_count"), self.inflight_key],
                              args=[self.pass_id, FINISHED_TTL, *product_ids]))
+        if done >= 0:
+            self.last_done_count = done
         return done
 
     def recover(self) -> int:
@@ -263,7 +274,8 @@ class RedisPass:
         self.client.delete(self.heartbeat_key())
 
     def done_count(self) -> int:
-        return int(self.client.get(self._key("done_count")) or 0)
+        self.last_done_count = int(self.client.get(self._key("done_count")) or 0)
+        return self.last_done_count
 
     def state(self) -> PassState | None:
         """The current pass as Redis has it (None when there is none)."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import redis
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
 
 from productcrawler.passes.redis_pass import RedisPass
 
@@ -22,18 +23,17 @@ class SharedLedger:
 
     async def open(self, *, fresh: bool) -> None:
         # The scheduler opened (or joined) the pass already: it needs it first.
-        self.done_at_start = self.redis_pass.done_count()
+        self.done_at_start = await maybe_deferred_to_future(deferToThread(self.redis_pass.done_count))
 
     def done(self, this_run: int) -> int:
-        """Ids of the pass with an outcome, by every instance (Redis's count)."""
-        try:
-            return self.redis_pass.done_count()
-        except redis.RedisError:
-            return self.done_at_start + this_run
+        """Ids of the pass with an outcome, by every instance: Redis's count as of this
+        instance's latest acknowledgement or heartbeat (no Redis call here)."""
+        latest = self.redis_pass.last_done_count
+        return max(latest, self.done_at_start + this_run) if latest is not None else self.done_at_start + this_run
 
     async def pending(self) -> AsyncIterator[list[int]]:
         return
         yield  # an async generator that yields nothing: ids come from the shared queue
 
     async def close(self, reason: str) -> bool:
-        return self.redis_pass.is_finished()
+        return await maybe_deferred_to_future(deferToThread(self.redis_pass.is_finished))

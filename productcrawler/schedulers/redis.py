@@ -8,6 +8,13 @@ queue is ``PassQueue``: ids come from the pass's cursor in batches, are leased
 to this instance until their outcome is committed, and go back to the queue
 when the instance dies or stops. The cursor hands each id out once per pass,
 which is the dupefilter's job done in a few bytes; ``BaseDupeFilter`` is used.
+
+Scrapy calls a scheduler synchronously from the reactor thread, and Redis is
+a network hop away, so no Redis call runs there once the spider is open:
+every one (lease, push, acknowledge, heartbeat, pass state) runs in a thread,
+one at a time and in order (a ``DeferredLock``), and the engine is served from
+a local buffer of leased ids that is refilled before it runs dry. Opening the
+pass, before the crawl starts, is the one synchronous call.
 """
 
 from __future__ import annotations
@@ -21,12 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 from scrapy import signals
-from scrapy.exceptions import DontCloseSpider
 from scrapy.dupefilters import BaseDupeFilter
+from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from scrapy_redis.queue import Base as RedisQueueBase
 from scrapy_redis.scheduler import Scheduler as ScrapyRedisScheduler
+from twisted.internet.defer import DeferredLock
 from twisted.internet.task import LoopingCall
+from twisted.internet.threads import deferToThread
 
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
@@ -36,41 +45,52 @@ from productcrawler.passes.redis_pass import Entry, RedisPass
 from productcrawler.schedulers.local import RETRY_DELAY
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
+    from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
 #: Ids leased per Redis round trip: small enough that a crash re-fetches little.
 LEASE_BATCH = 32
+#: Lease more once the local buffer is down to this many ids, so that the
+#: engine never waits for Redis while the pass has ids left.
+REFILL_BELOW = LEASE_BATCH
 #: Seconds between heartbeats (the TTL is HEARTBEAT_TTL in redis_pass).
 HEARTBEAT_INTERVAL = 2.0
 #: Seconds between looks at the shared queue once it had nothing for us: the
 #: engine asks again only when a download ends or every 5 s, so a retry coming
 #: due or the pass finishing elsewhere would be noticed up to 5 s late.
 IDLE_POLL_INTERVAL = 0.5
-#: Request meta key: leased by this instance's poll; it stays here.
+#: Request meta key: leased by this instance and handed to the engine by the
+#: scheduler itself; it stays here.
 _LEASED_HERE = "_productcrawler_leased_here"
 
 
 class PassQueue(RedisQueueBase):
-    """A scrapy-redis queue whose entries are ``"<product_id>:<retry_times>"``, not pickles."""
+    """A scrapy-redis queue over the ids this instance has leased, kept in memory.
+
+    Entries are ``"<product_id>:<retry_times>"`` in Redis, not pickles; the
+    scheduler leases them (in a thread) and ``extend`` adds them here.
+    """
 
     def __init__(self, server: redis.Redis, spider: Spider, key: str, serializer: Any = None) -> None:
         super().__init__(server, spider, key, serializer=_NoSerializer)
-        self.redis_pass: RedisPass = spider.redis_pass  # type: ignore[attr-defined]
         self._buffer: deque[Entry] = deque()
 
     def __len__(self) -> int:
         return len(self._buffer)
 
+    def extend(self, entries: list[Entry]) -> None:
+        self._buffer.extend(entries)
+
     def push(self, request: Request) -> None:
-        entry = Entry(request.meta["product_id"], request.meta.get("retry_times", 0))
-        self.redis_pass.push(entry, float(request.meta.get(RETRY_DELAY) or 0))
+        raise NotImplementedError("RedisScheduler pushes retries to the pass itself")
 
     def pop(self, timeout: int = 0) -> Request | None:
-        if not self._buffer:
-            self._buffer.extend(self.redis_pass.pop(LEASE_BATCH))
         if not self._buffer:
             return None
         entry = self._buffer.popleft()
@@ -96,6 +116,8 @@ class _NoSerializer:
 
 
 class RedisScheduler(ScrapyRedisScheduler):
+    queue: PassQueue
+
     def __init__(self, crawler: Crawler, server: redis.Redis, config: CrawlConfig) -> None:
         super().__init__(
             server,
@@ -108,8 +130,15 @@ class RedisScheduler(ScrapyRedisScheduler):
         self.stats = crawler.stats
         self.config = config
         self.redis_pass = redis_pass_for(crawler, config)
+        self.finished = False
+        self._redis = DeferredLock()  # one Redis call at a time, in order
         self._unacked: list[int] = []
+        self._acking = False
+        self._closing = False
         self._unpushed: list[Request] = []
+        self._pushing = False
+        self._leasing = False
+        self._starved = False  # the engine asked and got nothing
         self._ready: deque[Request] = deque()
         self._heartbeat = LoopingCall(self._beat)
         self._poll = LoopingCall(self._poll_queue)
@@ -135,23 +164,39 @@ class RedisScheduler(ScrapyRedisScheduler):
                     self.redis_pass.instance, state.done if state else 0, end - start + 1)
         spider.redis_pass = self.redis_pass  # type: ignore[attr-defined]
         super().open(spider)
+        self._lease()
         self._heartbeat.start(HEARTBEAT_INTERVAL, now=False)
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str) -> Deferred[None]:
         for task in (self._heartbeat, self._poll):
             if task.running:
                 task.stop()
-        try:
-            self._flush_acks()
-            released = self.redis_pass.release()
-            self.redis_pass.stop_heartbeat()
-            if released:
-                logger.info("Gave %d leased ids back to the shared queue", released)
-            if self.redis_pass.is_finished():
-                self.redis_pass.expire_finished()
-        except redis.RedisError as error:
-            logger.error("Could not settle with Redis at close (%s); other instances recover "
-                         "this instance's leases once its heartbeat expires", error)
+        self._flush_acks()
+        # What is still unacknowledged is _settle's, queued behind every call
+        # already waiting (an acknowledgement in flight goes first).
+        self._closing = True
+        d = self._in_thread(self._settle)
+        d.addErrback(lambda failure: logger.error(
+            "Could not settle with Redis at close (%s); other instances recover this instance's "
+            "leases once its heartbeat expires", failure.value))
+        return d
+
+    def _settle(self) -> None:
+        """At close, in a thread: acknowledge what is left, give back every lease."""
+        if self._unacked:
+            self.redis_pass.acknowledge(self._unacked)
+            self._unacked = []
+        released = self.redis_pass.release()
+        self.redis_pass.stop_heartbeat()
+        if released:
+            logger.info("Gave %d leased ids back to the shared queue", released)
+        if self.redis_pass.is_finished():
+            self.redis_pass.expire_finished()
+
+    def _in_thread(self, function: Callable[..., Any], *args: Any) -> Deferred[Any]:
+        return self._redis.run(deferToThread, function, *args)
+
+    # requests in
 
     def enqueue_request(self, request: Request) -> bool:
         if request.meta.pop(_LEASED_HERE, False):
@@ -166,32 +211,116 @@ class RedisScheduler(ScrapyRedisScheduler):
 
     def _push_held(self) -> None:
         """Hand retries to Redis; while it is away they wait here (still leased to us)."""
-        while self._unpushed:
+        if self._pushing or not self._unpushed:
+            return
+        self._pushing = True
+        requests, self._unpushed = self._unpushed, []
+        entries = [(Entry(r.meta["product_id"], r.meta.get("retry_times", 0)), float(r.meta.get(RETRY_DELAY) or 0))
+                   for r in requests]
+
+        def pushed(count: int) -> None:
+            self.stats.inc_value("scheduler/enqueued/redis", count)
+            self._redis_back()
+
+        def failed(failure: Failure) -> None:
+            self._unpushed[:0] = requests[self._count_pushed(failure):]
+            self._redis_unavailable(failure)
+
+        d = self._in_thread(self._push_entries, entries)
+        d.addCallbacks(pushed, failed)
+        d.addBoth(self._pushed)
+
+    def _push_entries(self, entries: list[tuple[Entry, float]]) -> int:
+        for done, (entry, delay) in enumerate(entries):
             try:
-                self.queue.push(self._unpushed[0])
+                self.redis_pass.push(entry, delay)
             except redis.RedisError as error:
-                self._redis_unavailable(error)
-                return
-            self._unpushed.pop(0)
-            self.stats.inc_value("scheduler/enqueued/redis")
+                error.pushed = done  # type: ignore[attr-defined]
+                raise
+        return len(entries)
+
+    @staticmethod
+    def _count_pushed(failure: Failure) -> int:
+        return getattr(failure.value, "pushed", 0)
+
+    def _pushed(self, _: Any) -> None:
+        self._pushing = False
+        self._push_held()
+
+    # requests out
 
     def next_request(self) -> Request | None:
         if self._ready:
             return self._ready.popleft()
-        try:
-            request = self.queue.pop()
-        except redis.RedisError as error:
-            self._redis_unavailable(error)
+        request = self.queue.pop()
+        if len(self.queue) < REFILL_BELOW:
+            self._lease()
+        if request is None:
+            self._starved = True
+            if not self._poll.running:
+                self._poll.start(IDLE_POLL_INTERVAL, now=False)
             return None
-        if request is not None:
-            self.stats.inc_value("scheduler/dequeued/redis")
-            self._redis_back()
-        elif not self._poll.running:
-            self._poll.start(IDLE_POLL_INTERVAL, now=False)
+        self.stats.inc_value("scheduler/dequeued/redis")
         return request
 
     def has_pending_requests(self) -> bool:
         return len(self.queue) > 0 or bool(self._unpushed) or bool(self._ready)
+
+    def _lease(self) -> None:
+        if self._leasing or self.finished:
+            return
+        self._leasing = True
+        d = self._in_thread(self._lease_or_check, LEASE_BATCH)
+        d.addCallbacks(self._leased, self._redis_unavailable)
+        d.addBoth(self._lease_done)
+
+    def _lease_or_check(self, count: int) -> tuple[list[Entry], bool]:
+        """In a thread: lease up to ``count`` ids; with none to lease, is the pass over?"""
+        entries = self.redis_pass.pop(count)
+        return entries, not entries and self.redis_pass.is_finished()
+
+    def _leased(self, result: tuple[list[Entry], bool]) -> None:
+        entries, finished = result
+        self._redis_back()
+        self.queue.extend(entries)
+        if finished:
+            self.finished = True
+        if self._starved and (entries or finished):
+            self._wake_engine()
+
+    def _lease_done(self, _: Any) -> None:
+        self._leasing = False
+
+    def _wake_engine(self) -> None:
+        """The engine got nothing last time it asked: hand it a request, or close a finished crawl.
+
+        ``engine.crawl`` is Scrapy's public way to wake the engine; the request
+        comes back through ``enqueue_request``, which keeps it here.
+        """
+        engine = self.crawler.engine
+        if engine is None or engine.spider is None:
+            return
+        request = self.queue.pop()
+        if request is not None:
+            self._starved = False
+            if self._poll.running:
+                self._poll.stop()
+            self.stats.inc_value("scheduler/dequeued/redis")
+            request.meta[_LEASED_HERE] = True
+            engine.crawl(request)
+        elif self.finished and engine.spider_is_idle():
+            if self._poll.running:
+                self._poll.stop()
+            deferred_from_coro(engine.close_spider_async(reason="finished"))
+
+    def _poll_queue(self) -> None:
+        self._flush_acks()
+        if self.finished:
+            self._wake_engine()
+        else:
+            self._lease()
+
+    # outcomes
 
     def _committed(self, products: list[Any], failures: list[Any]) -> None:
         self._unacked.extend(item.product_id for item in products)
@@ -199,14 +328,29 @@ class RedisScheduler(ScrapyRedisScheduler):
         self._flush_acks()
 
     def _flush_acks(self) -> None:
-        if not self._unacked:
+        if self._acking or self._closing or not self._unacked:
             return
+        self._acking = True
         ids, self._unacked = self._unacked, []
-        try:
-            self.redis_pass.acknowledge(ids)
-        except redis.RedisError as error:
+
+        def acknowledged(done: int) -> None:
+            self._redis_back()
+            if done < 0 or done >= self.redis_pass.total:  # -1: a newer pass replaced ours
+                self.finished = True
+
+        def failed(failure: Failure) -> None:
             self._unacked[:0] = ids  # committed, so safe to acknowledge later
-            self._redis_unavailable(error)
+            self._redis_unavailable(failure)
+
+        d = self._in_thread(self.redis_pass.acknowledge, ids)
+        d.addCallbacks(acknowledged, failed)
+        d.addBoth(self._acknowledged)
+
+    def _acknowledged(self, _: Any) -> None:
+        self._acking = False
+        self._flush_acks()
+
+    # liveness
 
     def _beat(self) -> None:
         outcomes = {key: self.stats.get_value(stat, 0) for key, stat in
@@ -215,59 +359,41 @@ class RedisScheduler(ScrapyRedisScheduler):
         now = time.time()
         rate = (done - self._last_beat[1]) / max(now - self._last_beat[0], 1e-9)
         self._last_beat = (now, done)
-        try:
-            self._flush_acks()
-            self._push_held()
-            self.redis_pass.heartbeat({**outcomes, "rate": round(rate, 1), "at": now,
-                                       "host": socket.gethostname(), "pid": os.getpid()})
-            recovered = self.redis_pass.recover()
-            if recovered:
-                logger.warning("Recovered %d ids leased by instances that stopped without a goodbye",
-                               recovered)
-            self._redis_back()
-        except redis.RedisError as error:
-            self._redis_unavailable(error)
+        self._flush_acks()
+        self._push_held()
+        status = {**outcomes, "rate": round(rate, 1), "at": now, "host": socket.gethostname(), "pid": os.getpid()}
+        d = self._in_thread(self._beat_in_thread, status)
+        d.addCallbacks(self._beaten, self._redis_unavailable)
+
+    def _beat_in_thread(self, status: dict[str, Any]) -> tuple[int, bool]:
+        self.redis_pass.heartbeat(status)
+        recovered = self.redis_pass.recover()
+        self.redis_pass.done_count()  # refreshes the count the progress line and metrics show
+        return recovered, self.redis_pass.is_finished()
+
+    def _beaten(self, result: tuple[int, bool]) -> None:
+        recovered, finished = result
+        self._redis_back()
+        if recovered:
+            logger.warning("Recovered %d ids leased by instances that stopped without a goodbye", recovered)
+        if finished:
+            self.finished = True
 
     def _idle(self) -> None:
         """Nothing to do here right now: close only once the whole pass is done."""
-        try:
-            self._flush_acks()
-            if self.redis_pass.is_finished():
-                return
-            self.redis_pass.recover()
-        except redis.RedisError as error:
-            self._redis_unavailable(error)
+        self._flush_acks()
+        if self.finished:
+            return
+        if not self._poll.running:
+            self._poll.start(IDLE_POLL_INTERVAL, now=False)
         raise DontCloseSpider
 
-    def _poll_queue(self) -> None:
-        """Hand the engine a request from the shared queue, or close once the pass is done.
-
-        Runs while the queue has nothing for us. ``engine.crawl`` is Scrapy's
-        public way to wake the engine; the request comes back through
-        ``enqueue_request``, which keeps it here.
-        """
-        engine = self.crawler.engine
-        if engine is None or engine.spider is None:
+    def _redis_unavailable(self, failure: Failure) -> None:
+        if not failure.check(redis.RedisError):
+            logger.error("Redis call failed", exc_info=(failure.type, failure.value, failure.tb))
             return
-        self._flush_acks()
-        request = self.next_request()
-        if request is not None:
-            self._poll.stop()
-            request.meta[_LEASED_HERE] = True
-            engine.crawl(request)
-            return
-        try:
-            finished = self.redis_pass.is_finished()
-        except redis.RedisError as error:
-            self._redis_unavailable(error)
-            return
-        if finished and engine.spider_is_idle():
-            self._poll.stop()
-            deferred_from_coro(engine.close_spider_async(reason="finished"))
-
-    def _redis_unavailable(self, error: Exception) -> None:
         if not self._redis_down_logged:
-            logger.warning("Redis is unreachable (%s); retrying, nothing is lost meanwhile", error)
+            logger.warning("Redis is unreachable (%s); retrying, nothing is lost meanwhile", failure.value)
             self._redis_down_logged = True
         self.stats.inc_value(f"{stat_keys.PREFIX}/redis/errors")
 

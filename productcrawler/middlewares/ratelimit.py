@@ -16,8 +16,8 @@ shared through Redis when there is one; it recovers by 10 % of the cap every
 5 s without a new backoff.
 
 Division of labour with AutoThrottle: the bucket is the hard cap, counted on
-requests sent, and the 429 backoff is the reaction to overload; AutoThrottle,
-if enabled, only adapts *below* the cap, to latency. Scrapy sends at most one
+requests sent, and the 429 backoff is the reaction to overload; AutoThrottle
+(enabled in settings.py) only adapts *below* the cap, to latency. Scrapy sends at most one
 request per ``slot.delay`` from a download slot whose delay is positive, and
 AutoThrottle sets that delay to about latency / AUTOTHROTTLE_TARGET_CONCURRENCY,
 so it stays out of the way only while latency < TARGET_CONCURRENCY / rate

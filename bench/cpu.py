@@ -161,12 +161,14 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
         "recommended+c128": ("ours", {**ci1, **recommended(), "CONCURRENT_REQUESTS": 128,
                                       "CONCURRENT_REQUESTS_PER_DOMAIN": 128}),
         # The project without one of its CPU changes, to show what each buys.
+        "ours-autothrottle": ("ours", {"AUTOTHROTTLE_ENABLED": False}),
         "ours-gc-tuning": ("ours", {"EXTENSIONS": {**_project_extensions(), GC_TUNING: None}}),
         "ours-traffic-stats": ("ours", {"DOWNLOADER_MIDDLEWARES": {**dl, DOWNLOADER_STATS: 850, TRAFFIC_STATS: None},
                                         "STATS_CLASS": SCRAPY_STATS}),
-        "ours@adb5806": ("ours", {"EXTENSIONS": {**_project_extensions(), GC_TUNING: None},
-                                  "DOWNLOADER_MIDDLEWARES": {**dl, DOWNLOADER_STATS: 850, TRAFFIC_STATS: None},
-                                  "STATS_CLASS": SCRAPY_STATS}),
+        # Today's code with the settings of adb5806 (the first session's last commit).
+        "ours-adb5806-settings": ("ours", {"EXTENSIONS": {**_project_extensions(), GC_TUNING: None},
+                                           "DOWNLOADER_MIDDLEWARES": {**dl, DOWNLOADER_STATS: 850, TRAFFIC_STATS: None},
+                                           "STATS_CLASS": SCRAPY_STATS, "AUTOTHROTTLE_ENABLED": False}),
         # On top of the project as it is: each remaining proposal alone.
         "ours+no-dlstats": ("ours", {"DOWNLOADER_MIDDLEWARES": {
             **dl, "scrapy.downloadermiddlewares.stats.DownloaderStats": None}}),

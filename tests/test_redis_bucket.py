@@ -183,3 +183,17 @@ def test_an_outage_is_waited_out_then_reported(monkeypatch: pytest.MonkeyPatch,
     assert levels[0] == logging.WARNING
     assert set(levels[1:]) == {logging.DEBUG}
     assert "no more of these messages" in caplog.records[0].getMessage()
+
+
+def test_leases_grow_while_every_slot_gets_used(prefix: str) -> None:
+    # One request at a time and no waiting (the cap far above the demand):
+    # a lease of max(pending, 1) would cost one Redis call per request.
+    async def main() -> RedisTokenBucket:
+        bucket = make_bucket(prefix, rate=100_000, burst=10)
+        for _ in range(300):
+            await bucket.acquire()
+        await bucket.close()
+        return bucket
+
+    bucket = asyncio.run(main())
+    assert bucket.redis_calls < 300 / 10, bucket.redis_calls

@@ -4,7 +4,7 @@ The bucket is the GCRA of :mod:`.bucket`, run inside Redis by an atomic Lua
 script whose clock is the server's ``TIME``, so the instances' own clocks
 never matter. To keep Redis well under one round trip per request, an
 instance *leases* up to ``lease_max`` slots per call (2 % of the rate by
-default; the lease grows while its requests queue for slots and halves when
+default; the lease doubles each time all its slots were used, and halves when
 leased slots go unused). The script answers ``(server_now, base, interval,
 factor)`` and the k-th leased slot is ``max(server_now, base + k * interval)`` in server time.
 The same call gives the offset between server time and local
@@ -145,8 +145,8 @@ class RedisTokenBucket:
         self._slots: deque[Reservation] = deque()
         self._lock = asyncio.Lock()
         self._pending: int = 0
-        self._lease_size: int = 1  # grows while requests wait for slots, halves on expiry
-        self._saturated: bool = False
+        self._lease_size: int = 1  # doubles when a whole lease was used, halves on expiry
+        self._expired_since_lease: bool = False
         self._outage_logged: bool = False
         self._lease_script = client.register_script(LEASE_SCRIPT)
         self._backoff_script = client.register_script(BACKOFF_SCRIPT)
@@ -175,13 +175,14 @@ class RedisTokenBucket:
                     while self._slots:
                         reservation = self._slots.popleft()
                         if reservation.at >= now - LATE_TOLERANCE:
-                            # Requests queue for slots: lease more per call.
-                            self._saturated = reservation.at > now
                             return reservation
                         self.expired_slots += 1
+                        self._expired_since_lease = True
                         self._lease_size = max(1, self._lease_size // 2)
-                    if self._saturated:
+                    if not self._expired_since_lease:
+                        # Every slot of the last lease was used: ask for more per call.
                         self._lease_size = min(self.lease_max, self._lease_size * 2)
+                    self._expired_since_lease = False
                     await self._lease(min(self.lease_max, max(self._pending, self._lease_size)))
         finally:
             self._pending -= 1

@@ -43,8 +43,9 @@ BAD = [
     ({"REDIS_URL": "http://127.0.0.1:6379"}, (), {}, ["REDIS_URL", "unknown scheme"]),
     ({}, (), {"DATABASE_URL": "oracle://scott:" + SECRET + "@db/x"}, ["DATABASE_URL", "scott:***@", "unknown scheme"]),
     ({}, (), {"MAX_REQUESTS_PER_SECOND": "0"}, ["MAX_REQUESTS_PER_SECOND", "'0'"]),
-    # Refused by a component while the crawler is built, not by the start-up checks.
+    # A component's own setting, read by the start-up checks too.
     ({"RATE_LIMIT_ENABLED": "maybe"}, (), {}, ["RATE_LIMIT_ENABLED", "'maybe'", "not a boolean"]),
+    # Refused by a component while the crawler is built.
     ({"GC_GEN0_THRESHOLD": "-5"}, (), {}, ["GC_GEN0_THRESHOLD", "'-5'", "positive whole number"]),
 ]
 
@@ -80,6 +81,14 @@ def test_a_metrics_port_in_use_exits_2_naming_it(tmp_path):
     assert result.returncode == 2, result.stderr[-2000:]
     assert f"productcrawler: configuration error: METRICS_PORT={port}: cannot listen" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_any_other_start_up_failure_exits_1_and_shows_its_error(tmp_path):
+    result = run_crawl(settings={"DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
+                                 "EXTENSIONS": '{"productcrawler.no_such_module.Extension": 1}'}, timeout=60)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "ModuleNotFoundError: No module named 'productcrawler.no_such_module'" in result.stderr
+    assert "configuration error" not in result.stderr
 
 
 def test_a_setting_given_explicitly_wins_over_the_environment(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -77,6 +78,9 @@ def test_redis_cut_for_ten_seconds_mid_crawl_loses_nothing(clean_simulator, mysq
     output, _ = process.communicate(timeout=240)
     assert process.returncode == 0, output[-3000:]
     assert "Redis is unreachable" in output
+    # Failed calls are tried again by the next heartbeat or poll, not in a tight loop.
+    errors = re.search(r"'productcrawler/redis/errors': (\d+)", output)
+    assert errors is not None and int(errors[1]) < 300, errors
     assert_pass_complete(mysql_url)
     assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures WHERE outcome = 'failed'")[0][0] == 0
     assert REDIS_URL  # the proxy stood in front of this server

@@ -53,9 +53,13 @@ class Command(ScrapyCrawlCommand):
     def _report_config_error(self, task: asyncio.Task[None]) -> None:
         """A component refused a setting while the crawler was built: one line, exit 2.
 
-        Retrieving the exception here also keeps asyncio from printing its traceback.
+        Reading the exception marks it retrieved, so asyncio would no longer
+        print it: any other error is handed to asyncio's handler, traceback and all.
         """
         error = None if task.cancelled() else task.exception()
         if isinstance(error, ConfigError):
             print(f"productcrawler: configuration error: {error}", file=sys.stderr)
             self.exitcode = 2
+        elif error is not None:
+            asyncio.get_event_loop().call_exception_handler(
+                {"message": "The crawl failed to start", "exception": error, "task": task})

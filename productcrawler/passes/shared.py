@@ -28,8 +28,10 @@ class SharedLedger:
     def done(self, this_run: int) -> int:
         """Ids of the pass with an outcome, by every instance: Redis's count as of this
         instance's latest acknowledgement or heartbeat (no Redis call here)."""
+        # this_run can count an id twice (fetched again after its lease was recovered).
+        estimate = min(self.total, self.done_at_start + this_run)
         latest = self.redis_pass.last_done_count
-        return max(latest, self.done_at_start + this_run) if latest is not None else self.done_at_start + this_run
+        return estimate if latest is None else max(latest, estimate)
 
     async def pending(self) -> AsyncIterator[list[int]]:
         return

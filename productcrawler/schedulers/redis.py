@@ -14,7 +14,8 @@ a network hop away, so no Redis call runs there once the spider is open:
 every one (lease, push, acknowledge, heartbeat, pass state) runs in a thread,
 one at a time and in order (a ``DeferredLock``), and the engine is served from
 a local buffer of leased ids that is refilled before it runs dry. Opening the
-pass, before the crawl starts, is the one synchronous call.
+pass, before the crawl starts, is the one synchronous call. A call that fails
+(Redis away) is tried again by the next heartbeat or poll, not at once.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from scrapy_redis.queue import Base as RedisQueueBase
 from scrapy_redis.scheduler import Scheduler as ScrapyRedisScheduler
-from twisted.internet.defer import DeferredLock
+from twisted.internet.defer import DeferredList, DeferredLock
 from twisted.internet.task import LoopingCall
 from twisted.internet.threads import deferToThread
 
@@ -132,12 +133,10 @@ class RedisScheduler(ScrapyRedisScheduler):
         self.redis_pass = redis_pass_for(crawler, config)
         self.finished = False
         self._redis = DeferredLock()  # one Redis call at a time, in order
-        self._unacked: list[int] = []
-        self._acking = False
+        self._in_flight: dict[str, Deferred[None]] = {}  # at most one call of each kind
         self._closing = False
+        self._unacked: list[int] = []
         self._unpushed: list[Request] = []
-        self._pushing = False
-        self._leasing = False
         self._starved = False  # the engine asked and got nothing
         self._ready: deque[Request] = deque()
         self._heartbeat = LoopingCall(self._beat)
@@ -167,25 +166,25 @@ class RedisScheduler(ScrapyRedisScheduler):
         self._lease()
         self._heartbeat.start(HEARTBEAT_INTERVAL, now=False)
 
-    def close(self, reason: str) -> Deferred[None]:
+    def close(self, reason: str) -> Deferred[Any]:
         for task in (self._heartbeat, self._poll):
             if task.running:
                 task.stop()
-        self._flush_acks()
-        # What is still unacknowledged is _settle's, queued behind every call
-        # already waiting (an acknowledgement in flight goes first).
-        self._closing = True
-        d = self._in_thread(self._settle)
+        self._closing = True  # no new calls: what is left is _settle's
+        # Once the calls in flight and their callbacks are done (a failed
+        # acknowledgement puts its ids back), settle the rest in one go.
+        d: Deferred[Any] = DeferredList(list(self._in_flight.values()))
+        d.addCallback(lambda _: self._in_thread(self._settle, self._take_unacked(), self._take_unpushed()))
         d.addErrback(lambda failure: logger.error(
             "Could not settle with Redis at close (%s); other instances recover this instance's "
             "leases once its heartbeat expires", failure.value))
         return d
 
-    def _settle(self) -> None:
-        """At close, in a thread: acknowledge what is left, give back every lease."""
-        if self._unacked:
-            self.redis_pass.acknowledge(self._unacked)
-            self._unacked = []
+    def _settle(self, acknowledge: list[int], push: list[tuple[Entry, float]]) -> None:
+        """At close, in a thread: acknowledge and push what is left, give back every lease."""
+        if acknowledge:
+            self.redis_pass.acknowledge(acknowledge)
+        self._push_entries(push)
         released = self.redis_pass.release()
         self.redis_pass.stop_heartbeat()
         if released:
@@ -195,6 +194,26 @@ class RedisScheduler(ScrapyRedisScheduler):
 
     def _in_thread(self, function: Callable[..., Any], *args: Any) -> Deferred[Any]:
         return self._redis.run(deferToThread, function, *args)
+
+    def _call(self, kind: str, function: Callable[..., Any], *args: Any,
+              done: Callable[[Any], None], failed: Callable[[Failure], None] | None = None) -> None:
+        """Run ``function`` in a thread unless a call of this ``kind`` is in flight or we close."""
+        if kind in self._in_flight or self._closing:
+            return
+        d = self._in_thread(function, *args)
+        d.addCallbacks(done, failed or self._redis_unavailable)
+        d.addErrback(self._unexpected)
+        d.addBoth(self._call_over, kind, d)
+        self._in_flight[kind] = d
+
+    def _call_over(self, _: Any, kind: str, d: Deferred[Any]) -> None:
+        # ``done`` may have started the next call of this kind already.
+        if self._in_flight.get(kind) is d:
+            del self._in_flight[kind]
+
+    @staticmethod
+    def _unexpected(failure: Failure) -> None:
+        logger.error("The Redis scheduler failed", exc_info=(failure.type, failure.value, failure.tb))
 
     # requests in
 
@@ -211,24 +230,32 @@ class RedisScheduler(ScrapyRedisScheduler):
 
     def _push_held(self) -> None:
         """Hand retries to Redis; while it is away they wait here (still leased to us)."""
-        if self._pushing or not self._unpushed:
+        if not self._unpushed or "push" in self._in_flight or self._closing:
             return
-        self._pushing = True
-        requests, self._unpushed = self._unpushed, []
-        entries = [(Entry(r.meta["product_id"], r.meta.get("retry_times", 0)), float(r.meta.get(RETRY_DELAY) or 0))
-                   for r in requests]
+        requests = self._unpushed
+        entries = self._entries(requests)
+        self._unpushed = []
 
         def pushed(count: int) -> None:
             self.stats.inc_value("scheduler/enqueued/redis", count)
             self._redis_back()
+            self._in_flight.pop("push", None)
+            self._push_held()  # retries that came in meanwhile
 
         def failed(failure: Failure) -> None:
             self._unpushed[:0] = requests[self._count_pushed(failure):]
             self._redis_unavailable(failure)
 
-        d = self._in_thread(self._push_entries, entries)
-        d.addCallbacks(pushed, failed)
-        d.addBoth(self._pushed)
+        self._call("push", self._push_entries, entries, done=pushed, failed=failed)
+
+    @staticmethod
+    def _entries(requests: list[Request]) -> list[tuple[Entry, float]]:
+        return [(Entry(r.meta["product_id"], r.meta.get("retry_times", 0)), float(r.meta.get(RETRY_DELAY) or 0))
+                for r in requests]
+
+    def _take_unpushed(self) -> list[tuple[Entry, float]]:
+        requests, self._unpushed = self._unpushed, []
+        return self._entries(requests)
 
     def _push_entries(self, entries: list[tuple[Entry, float]]) -> int:
         for done, (entry, delay) in enumerate(entries):
@@ -242,10 +269,6 @@ class RedisScheduler(ScrapyRedisScheduler):
     @staticmethod
     def _count_pushed(failure: Failure) -> int:
         return getattr(failure.value, "pushed", 0)
-
-    def _pushed(self, _: Any) -> None:
-        self._pushing = False
-        self._push_held()
 
     # requests out
 
@@ -267,12 +290,8 @@ class RedisScheduler(ScrapyRedisScheduler):
         return len(self.queue) > 0 or bool(self._unpushed) or bool(self._ready)
 
     def _lease(self) -> None:
-        if self._leasing or self.finished:
-            return
-        self._leasing = True
-        d = self._in_thread(self._lease_or_check, LEASE_BATCH)
-        d.addCallbacks(self._leased, self._redis_unavailable)
-        d.addBoth(self._lease_done)
+        if not self.finished:
+            self._call("lease", self._lease_or_check, LEASE_BATCH, done=self._leased)
 
     def _lease_or_check(self, count: int) -> tuple[list[Entry], bool]:
         """In a thread: lease up to ``count`` ids; with none to lease, is the pass over?"""
@@ -287,9 +306,6 @@ class RedisScheduler(ScrapyRedisScheduler):
             self.finished = True
         if self._starved and (entries or finished):
             self._wake_engine()
-
-    def _lease_done(self, _: Any) -> None:
-        self._leasing = False
 
     def _wake_engine(self) -> None:
         """The engine got nothing last time it asked: hand it a request, or close a finished crawl.
@@ -315,9 +331,10 @@ class RedisScheduler(ScrapyRedisScheduler):
 
     def _poll_queue(self) -> None:
         self._flush_acks()
+        self._push_held()
         if self.finished:
             self._wake_engine()
-        else:
+        elif len(self.queue) < REFILL_BELOW:
             self._lease()
 
     # outcomes
@@ -328,27 +345,26 @@ class RedisScheduler(ScrapyRedisScheduler):
         self._flush_acks()
 
     def _flush_acks(self) -> None:
-        if self._acking or self._closing or not self._unacked:
+        if not self._unacked or "ack" in self._in_flight or self._closing:
             return
-        self._acking = True
-        ids, self._unacked = self._unacked, []
+        ids = self._take_unacked()
 
         def acknowledged(done: int) -> None:
             self._redis_back()
             if done < 0 or done >= self.redis_pass.total:  # -1: a newer pass replaced ours
                 self.finished = True
+            self._in_flight.pop("ack", None)
+            self._flush_acks()  # ids committed meanwhile
 
         def failed(failure: Failure) -> None:
             self._unacked[:0] = ids  # committed, so safe to acknowledge later
             self._redis_unavailable(failure)
 
-        d = self._in_thread(self.redis_pass.acknowledge, ids)
-        d.addCallbacks(acknowledged, failed)
-        d.addBoth(self._acknowledged)
+        self._call("ack", self.redis_pass.acknowledge, ids, done=acknowledged, failed=failed)
 
-    def _acknowledged(self, _: Any) -> None:
-        self._acking = False
-        self._flush_acks()
+    def _take_unacked(self) -> list[int]:
+        ids, self._unacked = self._unacked, []
+        return ids
 
     # liveness
 
@@ -362,8 +378,7 @@ class RedisScheduler(ScrapyRedisScheduler):
         self._flush_acks()
         self._push_held()
         status = {**outcomes, "rate": round(rate, 1), "at": now, "host": socket.gethostname(), "pid": os.getpid()}
-        d = self._in_thread(self._beat_in_thread, status)
-        d.addCallbacks(self._beaten, self._redis_unavailable)
+        self._call("beat", self._beat_in_thread, status, done=self._beaten)
 
     def _beat_in_thread(self, status: dict[str, Any]) -> tuple[int, bool]:
         self.redis_pass.heartbeat(status)

@@ -10,11 +10,10 @@ when the instance dies or stops. The cursor hands each id out once per pass,
 which is the dupefilter's job done in a few bytes; ``BaseDupeFilter`` is used.
 
 Scrapy calls a scheduler synchronously from the reactor thread, and Redis is
-a network hop away, so no Redis call runs there once the spider is open:
-every one (lease, push, acknowledge, heartbeat, pass state) runs in a thread,
-one at a time and in order (a ``DeferredLock``), and the engine is served from
-a local buffer of leased ids that is refilled before it runs dry. Opening the
-pass, before the crawl starts, is the one synchronous call. A call that fails
+a network hop away, so no Redis call runs there: every one (opening the pass,
+lease, push, acknowledge, heartbeat, pass state) runs in a thread, one at a
+time and in order (a ``DeferredLock``), and the engine is served from a local
+buffer of leased ids that is refilled before it runs dry. A call that fails
 (Redis away) is tried again by the next heartbeat or poll, not at once.
 """
 
@@ -42,7 +41,7 @@ from productcrawler import signals as our_signals
 from productcrawler import stat_keys
 from productcrawler.config import CrawlConfig
 from productcrawler.passes import redis_pass_for
-from productcrawler.passes.redis_pass import Entry, RedisPass
+from productcrawler.passes.redis_pass import Entry
 from productcrawler.schedulers.local import RETRY_DELAY
 
 if TYPE_CHECKING:
@@ -52,6 +51,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet.defer import Deferred
     from twisted.python.failure import Failure
+
+    from productcrawler.passes.redis_pass import PassState
 
 logger = logging.getLogger(__name__)
 
@@ -153,14 +154,24 @@ class RedisScheduler(ScrapyRedisScheduler):
             raise ValueError("RedisScheduler needs REDIS_URL")
         return cls(crawler, redis_pass_for(crawler, config).client, config)
 
-    def open(self, spider: Spider) -> None:
+    def open(self, spider: Spider) -> Deferred[None]:
+        # Scrapy waits for this Deferred before the spider's start().
         start = spider.config.start_id  # type: ignore[attr-defined]
         end = spider.config.end_id  # type: ignore[attr-defined]
-        joined = self.redis_pass.open(start, end, fresh=getattr(spider, "fresh", False))
-        state = self.redis_pass.state()
+        d = self._in_thread(self._open_pass, start, end, getattr(spider, "fresh", False))
+        d.addCallback(self._opened, spider)
+        return d
+
+    def _open_pass(self, start: int, end: int, fresh: bool) -> tuple[bool, PassState | None]:
+        joined = self.redis_pass.open(start, end, fresh=fresh)
+        return joined, self.redis_pass.state()
+
+    def _opened(self, result: tuple[bool, PassState | None], spider: Spider) -> None:
+        joined, state = result
         logger.info("%s pass %d over ids %d..%d through Redis as instance %s (%d of %d done)",
-                    "Joined" if joined else "Started", self.redis_pass.pass_id, start, end,
-                    self.redis_pass.instance, state.done if state else 0, end - start + 1)
+                    "Joined" if joined else "Started", self.redis_pass.pass_id, self.redis_pass.start_id,
+                    self.redis_pass.end_id, self.redis_pass.instance, state.done if state else 0,
+                    self.redis_pass.total)
         spider.redis_pass = self.redis_pass  # type: ignore[attr-defined]
         super().open(spider)
         self._lease()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
 
 import pytest
 
+from productcrawler.settings import EXTENSIONS
 from productcrawler.simulator import catalog
 from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
 
@@ -184,3 +186,17 @@ def test_an_instance_with_nothing_to_do_acts_within_a_second(shared, clean_simul
     for _code, output in results:
         closing = next(line for line in output.splitlines() if "Closing spider (finished)" in line)
         assert float(closing.split()[0]) - slow_answered <= 1.5, output[-2000:]
+
+
+def test_the_shared_scheduler_runs_no_redis_command_on_the_reactor_thread(shared, clean_simulator, mysql_url):
+    # A retry (429 with Retry-After) makes the scheduler push as well as lease,
+    # acknowledge, beat and settle.
+    clean_simulator.set_faults(["429s=7@1"], retry_after=1)
+    settings = {**shared, "EXTENSIONS": json.dumps({**EXTENSIONS, "tests.redis_thread_watch.RedisThreadWatch": 0})}
+    code, output = finish(start_crawl("-a", "end_id=300", settings=settings))
+    assert code == 0, output[-3000:]
+    assert_pass_complete(mysql_url, 300)
+    line = next(line for line in output.splitlines() if line.startswith("REDIS-THREADS "))
+    calls = json.loads(line.split(" ", 1)[1])
+    assert calls["reactor"] == []
+    assert calls["other"] >= 20  # the watch did see the scheduler's commands

@@ -206,21 +206,31 @@ class RedisScheduler(ScrapyRedisScheduler):
     def _in_thread(self, function: Callable[..., Any], *args: Any) -> Deferred[Any]:
         return self._redis.run(deferToThread, function, *args)
 
-    def _call(self, kind: str, function: Callable[..., Any], *args: Any,
-              done: Callable[[Any], None], failed: Callable[[Failure], None] | None = None) -> None:
-        """Run ``function`` in a thread unless a call of this ``kind`` is in flight or we close."""
+    def _call(self, kind: str, function: Callable[..., Any], *args: Any, done: Callable[[Any], None],
+              failed: Callable[[Failure], None] | None = None, then: Callable[[], None] | None = None) -> None:
+        """Run ``function`` in a thread unless a call of this ``kind`` is in flight or we close.
+
+        ``done`` gets its result; after a success, with the call no longer in
+        flight, ``then`` runs (to send what came in meanwhile). A failure is
+        not retried here: the next heartbeat or poll tries again.
+        """
         if kind in self._in_flight or self._closing:
             return
+
+        def succeeded(result: Any) -> bool:
+            done(result)
+            return True
+
         d = self._in_thread(function, *args)
-        d.addCallbacks(done, failed or self._redis_unavailable)
+        d.addCallbacks(succeeded, failed or self._redis_unavailable)
         d.addErrback(self._unexpected)
-        d.addBoth(self._call_over, kind, d)
+        d.addBoth(self._call_over, kind, then)
         self._in_flight[kind] = d
 
-    def _call_over(self, _: Any, kind: str, d: Deferred[Any]) -> None:
-        # ``done`` may have started the next call of this kind already.
-        if self._in_flight.get(kind) is d:
-            del self._in_flight[kind]
+    def _call_over(self, succeeded: bool | None, kind: str, then: Callable[[], None] | None) -> None:
+        del self._in_flight[kind]
+        if succeeded and then is not None:
+            then()
 
     @staticmethod
     def _unexpected(failure: Failure) -> None:
@@ -250,14 +260,12 @@ class RedisScheduler(ScrapyRedisScheduler):
         def pushed(count: int) -> None:
             self.stats.inc_value("scheduler/enqueued/redis", count)
             self._redis_back()
-            self._in_flight.pop("push", None)
-            self._push_held()  # retries that came in meanwhile
 
         def failed(failure: Failure) -> None:
             self._unpushed[:0] = requests[self._count_pushed(failure):]
             self._redis_unavailable(failure)
 
-        self._call("push", self._push_entries, entries, done=pushed, failed=failed)
+        self._call("push", self._push_entries, entries, done=pushed, failed=failed, then=self._push_held)
 
     @staticmethod
     def _entries(requests: list[Request]) -> list[tuple[Entry, float]]:
@@ -286,15 +294,19 @@ class RedisScheduler(ScrapyRedisScheduler):
     def next_request(self) -> Request | None:
         if self._ready:
             return self._ready.popleft()
-        request = self.queue.pop()
+        request = self._pop_leased()
         if len(self.queue) < REFILL_BELOW:
             self._lease()
         if request is None:
             self._starved = True
             if not self._poll.running:
                 self._poll.start(IDLE_POLL_INTERVAL, now=False)
-            return None
-        self.stats.inc_value("scheduler/dequeued/redis")
+        return request
+
+    def _pop_leased(self) -> Request | None:
+        request = self.queue.pop()
+        if request is not None:
+            self.stats.inc_value("scheduler/dequeued/redis")
         return request
 
     def has_pending_requests(self) -> bool:
@@ -327,12 +339,11 @@ class RedisScheduler(ScrapyRedisScheduler):
         engine = self.crawler.engine
         if engine is None or engine.spider is None:
             return
-        request = self.queue.pop()
+        request = self._pop_leased()
         if request is not None:
             self._starved = False
             if self._poll.running:
                 self._poll.stop()
-            self.stats.inc_value("scheduler/dequeued/redis")
             request.meta[_LEASED_HERE] = True
             engine.crawl(request)
         elif self.finished and engine.spider_is_idle():
@@ -364,14 +375,13 @@ class RedisScheduler(ScrapyRedisScheduler):
             self._redis_back()
             if done < 0 or done >= self.redis_pass.total:  # -1: a newer pass replaced ours
                 self.finished = True
-            self._in_flight.pop("ack", None)
-            self._flush_acks()  # ids committed meanwhile
 
         def failed(failure: Failure) -> None:
             self._unacked[:0] = ids  # committed, so safe to acknowledge later
             self._redis_unavailable(failure)
 
-        self._call("ack", self.redis_pass.acknowledge, ids, done=acknowledged, failed=failed)
+        self._call("ack", self.redis_pass.acknowledge, ids, done=acknowledged, failed=failed,
+                   then=self._flush_acks)
 
     def _take_unacked(self) -> list[int]:
         ids, self._unacked = self._unacked, []

@@ -54,6 +54,12 @@ class Dialect:
         """A query parameter as this database's driver takes it."""
         return _sqlite_value(value) if self.name == "sqlite" else value
 
+    def rows(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """Rows of query parameters (``executemany``) as this database's driver takes them."""
+        if self.name != "sqlite":
+            return rows
+        return [tuple(_sqlite_value(v) for v in row) for row in rows]
+
 
 def _dialect(name: str, module: str, ddl: tuple[str, ...], placeholder: str,
              upsert_suffix: str, excluded: str) -> Dialect:
@@ -146,10 +152,7 @@ def ensure_schema(cursor: Any, dialect: Dialect) -> None:
 
 
 def _rows(dialect: Dialect, items: list[Any], columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
-    rows = [tuple(getattr(item, c) for c in columns) for item in items]
-    if dialect is SQLITE:
-        rows = [tuple(_sqlite_value(v) for v in row) for row in rows]
-    return rows
+    return dialect.rows([tuple(getattr(item, c) for c in columns) for item in items])
 
 
 def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
@@ -168,9 +171,7 @@ def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
     if failures:
         rows = [(f.product_id, f.outcome, f.http_status, f.reason[:255], f.attempts, at)
                 for f, at in failures]
-        if dialect is SQLITE:
-            rows = [tuple(_sqlite_value(v) for v in row) for row in rows]
-        cursor.executemany(dialect.upsert_failure, rows)
+        cursor.executemany(dialect.upsert_failure, dialect.rows(rows))
         _delete_ids(cursor, dialect, "products", [f.product_id for f, _ in failures if f.outcome == MISSING])
 
 

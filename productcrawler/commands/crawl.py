@@ -33,8 +33,7 @@ class Command(ScrapyCrawlCommand):
         try:
             preflight.check(self.settings, opts.spargs)
         except ConfigError as error:
-            print(f"productcrawler: configuration error: {error}", file=sys.stderr)
-            self.exitcode = 2
+            self._config_error(error)
             return
         assert self.crawler_process is not None
         crawler = self._create_crawler(args[0])
@@ -58,8 +57,11 @@ class Command(ScrapyCrawlCommand):
         """
         error = None if task.cancelled() else task.exception()
         if isinstance(error, ConfigError):
-            print(f"productcrawler: configuration error: {error}", file=sys.stderr)
-            self.exitcode = 2
+            self._config_error(error)
         elif error is not None:
             asyncio.get_event_loop().call_exception_handler(
                 {"message": "The crawl failed to start", "exception": error, "task": task})
+
+    def _config_error(self, error: ConfigError) -> None:
+        print(f"productcrawler: configuration error: {error}", file=sys.stderr)
+        self.exitcode = 2

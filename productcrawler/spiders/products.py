@@ -56,9 +56,9 @@ class ProductsSpider(Spider):
         # Scrapy reads start() without pause while the downloader is full, so an
         # eager generator would put the whole range in the scheduler at once (a
         # 1,000,000-id range: ~27 s of the reactor, ~27 µs a Request, and a
-        # Request per id held in memory). Instead, once
-        # the downloader is full, hand over one downloader's worth of requests
-        # each time the scheduler runs dry ("lazy start requests" in Scrapy's docs).
+        # Request per id held in memory). Instead, once the downloader is full,
+        # hand over one downloader's worth of requests each time the scheduler
+        # runs dry ("lazy start requests" in Scrapy's docs).
         engine = self.crawler.engine
         assert engine is not None
         batch = max(1, self.crawler.settings.getint("CONCURRENT_REQUESTS"))

@@ -7,6 +7,7 @@ children run at the same time.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import platform
@@ -176,18 +177,6 @@ def unique_prefix(name: str = "bench") -> str:
 
 # --- commands ---------------------------------------------------------------------------------
 
-# The token-bucket middleware under its current name; None if it cannot be imported yet.
-def rate_limit_middleware() -> str | None:
-    for path in ("productcrawler.middlewares.ratelimit.TokenBucketMiddleware",
-                 "productcrawler.middlewares.ratelimit.RateLimitMiddleware"):
-        module, _, cls = path.rpartition(".")
-        check = subprocess.run([PYTHON, "-c", f"from {module} import {cls}"], cwd=ROOT,
-                               capture_output=True)
-        if check.returncode == 0:
-            return path
-    return None
-
-
 def project_settings() -> dict[str, Any]:
     """The project's settings module as a dict (read in a child so nothing is cached here)."""
     out = subprocess.run([PYTHON, "-c", "import json, productcrawler.settings as s; "
@@ -197,16 +186,14 @@ def project_settings() -> dict[str, Any]:
 
 
 def downloader_middlewares(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The project's DOWNLOADER_MIDDLEWARES with the rate limiter under its importable name."""
-    middlewares = dict(project_settings()["DOWNLOADER_MIDDLEWARES"])
-    importable = rate_limit_middleware()
-    for name in list(middlewares):
-        if "middlewares.ratelimit" in name and name != importable:
-            middlewares[name] = None
-    if importable is not None and importable not in middlewares:
-        middlewares[importable] = 950
-    middlewares.update(overrides or {})
-    return middlewares
+    """The project's DOWNLOADER_MIDDLEWARES with ``overrides`` on top."""
+    return {**project_settings()["DOWNLOADER_MIDDLEWARES"], **(overrides or {})}
+
+
+def busiest_window(times: list[float], width: float = 1.0) -> int:
+    """The most requests in any ``width``-second window of arrival ``times``."""
+    times = sorted(times)
+    return max((bisect.bisect_left(times, t + width) - i for i, t in enumerate(times)), default=0)
 
 
 def crawl_command(start: int, end: int, base_url: str, settings: dict[str, Any]) -> list[str]:

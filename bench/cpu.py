@@ -107,7 +107,7 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
     ``ci1`` (CONCURRENT_ITEMS=1) is the base every single change is measured on;
     ``tuned`` combines the settings-only changes that won.
     """
-    dl = downloader_middlewares()  # the project's, rate limiter under its importable name
+    dl = downloader_middlewares()
     ci1: dict[str, Any] = {"CONCURRENT_ITEMS": 1}
     lean_dl = {**dl, **LEAN_DOWNLOADER}
     no_rl = _without_ratelimit(dl)

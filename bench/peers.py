@@ -27,7 +27,6 @@ Redis prefix, removed afterwards.
 from __future__ import annotations
 
 import argparse
-import bisect
 import json
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from _common import (  # noqa: E402
     REDIS_URL,
     SCRAPY,
     Run,
+    busiest_window,
     count_rows,
     crawl_command,
     create_database,
@@ -101,9 +101,8 @@ def arrival_profile(times: list[float]) -> dict[str, float]:
     if len(times) < 2:
         return {}
     times.sort()
-    busiest = max(bisect.bisect_left(times, t + 1.0) - i for i, t in enumerate(times))
     span = times[-1] - times[0]
-    return {"span": span, "mean_rate": (len(times) - 1) / span, "busiest_1s": busiest}
+    return {"span": span, "mean_rate": (len(times) - 1) / span, "busiest_1s": busiest_window(times)}
 
 
 def main() -> int:

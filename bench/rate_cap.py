@@ -27,20 +27,11 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _common import busiest_window  # noqa: E402
 from productcrawler.simulator.process import SimulatorProcess  # noqa: E402
 
 MYSQL = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-def busiest_window(times: list[float]) -> int:
-    times = sorted(times)
-    best, low = 0, 0
-    for high, at in enumerate(times):
-        while at - times[low] >= 1.0:
-            low += 1
-        best = max(best, high - low + 1)
-    return best
 
 
 def run(simulator: SimulatorProcess, ids: int, rate: float, instances: int) -> dict[str, object]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import bisect
 import heapq
 import random
 
 import pytest
 
 from productcrawler.ratelimit import BackoffPolicy, LocalRateLimiter, TokenBucket
+from tests.windows import max_in_window
 
 
 class FakeClock:
@@ -18,12 +18,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def max_in_window(times: list[float], width: float = 1.0) -> int:
-    """Most events in any half-open window [a, a + width)."""
-    times = sorted(times)
-    return max(bisect.bisect_left(times, t + width) - i for i, t in enumerate(times))
 
 
 def simulate(bucket: TokenBucket, clock: FakeClock, *, workers: int, duration: float,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import bisect
 import logging
 import os
 import time
@@ -19,6 +18,7 @@ from scrapy.utils.test import get_crawler
 from productcrawler import stat_keys
 from productcrawler.middlewares.ratelimit import ASYNCIO_REACTOR, RateLimitMiddleware, _check_asyncio
 from productcrawler.ratelimit import LATE_TOLERANCE, LocalRateLimiter, RedisTokenBucket
+from tests.windows import max_in_window
 
 REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/0")
 UNSET = object()
@@ -28,11 +28,6 @@ def build(**settings: Any) -> RateLimitMiddleware:
     values = {"MAX_REQUESTS_PER_SECOND": 100, "RATE_LIMIT_BURST": 1, **settings}
     crawler = get_crawler(settings_dict={k: v for k, v in values.items() if v is not UNSET})
     return RateLimitMiddleware.from_crawler(crawler)
-
-
-def max_in_window(times: list[float], width: float) -> int:
-    times = sorted(times)
-    return max(bisect.bisect_left(times, t + width) - i for i, t in enumerate(times))
 
 
 async def send_all(mw: RateLimitMiddleware, count: int) -> list[float]:

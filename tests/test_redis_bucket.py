@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import bisect
 import logging
 import os
 import random
@@ -16,13 +15,9 @@ import redis
 from productcrawler.ratelimit import RedisTokenBucket, Reservation
 from productcrawler.ratelimit import redis_bucket as redis_bucket_module
 from productcrawler.ratelimit.redis_bucket import KEY_TTL, ping
+from tests.windows import max_in_window
 
 REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/0")
-
-
-def max_in_window(times: list[float], width: float = 1.0) -> int:
-    times = sorted(times)
-    return max(bisect.bisect_left(times, t + width) - i for i, t in enumerate(times))
 
 
 @pytest.fixture

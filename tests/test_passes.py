@@ -200,3 +200,12 @@ def test_the_shared_scheduler_runs_no_redis_command_on_the_reactor_thread(shared
     calls = json.loads(line.split(" ", 1)[1])
     assert calls["reactor"] == []
     assert calls["other"] >= 20  # the watch did see the scheduler's commands
+
+
+def test_ids_leased_by_a_call_whose_reply_was_lost_are_fetched_all_the_same(shared, clean_simulator,
+                                                                           mysql_url):
+    settings = {**shared, "EXTENSIONS": json.dumps({**EXTENSIONS, "tests.lost_lease.LoseALease": 0})}
+    code, output = finish(start_crawl("-a", "end_id=200", settings=settings), timeout=60)
+    assert code == 0, output[-3000:]
+    assert_pass_complete(mysql_url, 200)
+    assert "leased to this instance but never received" in output

@@ -356,8 +356,25 @@ class RedisScheduler(ScrapyRedisScheduler):
         self._push_held()
         if self.finished:
             self._wake_engine()
+        elif self._holds_nothing():
+            # Whatever Redis still counts as leased to us came from a lease
+            # whose reply was lost (connection cut after the script ran): give
+            # it back to the queue, or the pass would wait for it forever.
+            self._call("release", self.redis_pass.release, done=self._released, then=self._lease)
         elif len(self.queue) < REFILL_BELOW:
             self._lease()
+
+    def _holds_nothing(self) -> bool:
+        """Nothing of ours is anywhere but Redis: no request, no outcome to acknowledge, no call."""
+        engine = self.crawler.engine
+        return (engine is not None and engine.spider_is_idle() and not self._unacked
+                and not self._in_flight)
+
+    def _released(self, count: int) -> None:
+        self._redis_back()
+        if count:
+            logger.warning("Gave back %d ids leased to this instance but never received (a Redis "
+                           "reply lost mid-call); they are fetched again", count)
 
     # outcomes
 

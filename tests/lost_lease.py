@@ -1,0 +1,34 @@
+"""A test-only extension: leases ids in the crawl's own name and drops them.
+
+This is what a lease looks like when Redis ran the script but the reply was
+lost (the connection cut mid-call): the ids are leased to this instance in
+Redis, and the instance never got them. Enabled by ``tests/test_passes.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+
+from productcrawler.config import CrawlConfig
+from productcrawler.passes import redis_pass_for
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+LOST = 5
+
+
+class LoseALease:
+    def __init__(self, crawler: Crawler) -> None:
+        self.redis_pass = redis_pass_for(crawler, CrawlConfig.from_settings(crawler.settings))
+        crawler.signals.connect(self.lose, signal=signals.spider_opened)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LoseALease:
+        return cls(crawler)
+
+    def lose(self) -> None:
+        # Synchronous on purpose: a test fixture, once, as the pass opens.
+        self.redis_pass.pop(LOST)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
+from productcrawler.url_options import MYSQL_OPTIONS, REDIS_OPTIONS, REDIS_TLS_OPTIONS, mask_query, parse_options
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
@@ -70,18 +72,19 @@ def from_environment(name: str) -> Any:
 
 
 def mask_url(url: str | None) -> str | None:
-    """``url`` with its password replaced by ``***`` (for messages and logs)."""
+    """``url`` with its password and secret query options replaced by ``***`` (for messages and logs)."""
     if not url:
         return url
+    base, sep, query = url.partition("?")
     try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.rsplit("@", 1)
-        userinfo = netloc[0].split(":", 1)[0]
-        return urlunsplit(parts._replace(netloc=f"{userinfo}:***@{netloc[1]}"))
+        parts = urlsplit(base)
+        if parts.password is not None:
+            netloc = parts.netloc.rsplit("@", 1)
+            userinfo = netloc[0].split(":", 1)[0]
+            base = urlunsplit(parts._replace(netloc=f"{userinfo}:***@{netloc[1]}"))
     except ValueError:
         return "<unparseable URL>"
+    return base + sep + mask_query(query)
 
 
 def _shown(name: str, value: Any) -> str:
@@ -130,7 +133,11 @@ def _database_url(raw: Any) -> str:
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme in ("mysql", "mysql+pymysql"):
         parts = urlsplit(url)
-        if not parts.hostname or not parts.path.strip("/"):
+        try:
+            options = parse_options(parts.query, MYSQL_OPTIONS)
+        except ValueError as error:
+            raise ConfigError(f"{name}={_shown(name, url)} {error}") from None
+        if not (parts.hostname or "unix_socket" in options) or not parts.path.strip("/"):
             raise ConfigError(f"{name}={_shown(name, url)} needs a host and a database name: "
                               "mysql://user:password@host:port/db")
         try:
@@ -139,6 +146,8 @@ def _database_url(raw: Any) -> str:
             raise ConfigError(f"{name}={_shown(name, url)} has a port that is not a number") from None
         return url
     if scheme == "sqlite":
+        if "?" in url:
+            raise ConfigError(f"{name}={_shown(name, url)}: sqlite:/// takes no options")
         if not url[len("sqlite://"):].startswith("/") or url == "sqlite:///":
             raise ConfigError(f"{name}={_shown(name, url)} must be sqlite:///relative/path.db "
                               "or sqlite:////absolute/path.db")
@@ -147,18 +156,35 @@ def _database_url(raw: Any) -> str:
                       "expected mysql:// or sqlite:///")
 
 
+#: REDIS_URL schemes: a single server (TCP, TLS, Unix socket) or a Redis Cluster.
+REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
+
+
 def _redis_url(raw: Any) -> str | None:
     url = _text(raw)
     if url is None:
         return None
+    name = "REDIS_URL"
     parts = urlsplit(url)
-    if parts.scheme not in ("redis", "rediss", "unix"):
-        raise ConfigError(f"REDIS_URL={_shown('REDIS_URL', url)} has an unknown scheme "
-                          f"{parts.scheme or '(none)'!r}; expected redis://host:port/db")
+    if parts.scheme not in REDIS_SCHEMES:
+        raise ConfigError(f"{name}={_shown(name, url)} has an unknown scheme {parts.scheme or '(none)'!r}; "
+                          "expected redis://host:port/db, rediss:// (TLS) or redis+cluster://host:port")
     try:
         parts.port  # noqa: B018
     except ValueError:
-        raise ConfigError(f"REDIS_URL={_shown('REDIS_URL', url)} has a port that is not a number") from None
+        raise ConfigError(f"{name}={_shown(name, url)} has a port that is not a number") from None
+    try:
+        options = parse_options(parts.query, REDIS_OPTIONS)
+    except ValueError as error:
+        raise ConfigError(f"{name}={_shown(name, url)} {error}") from None
+    tls = sorted(REDIS_TLS_OPTIONS.intersection(options))
+    if tls and not parts.scheme.startswith("rediss"):
+        raise ConfigError(f"{name}={_shown(name, url)} gives {tls[0]} without TLS; "
+                          "use rediss:// (or rediss+cluster://)")
+    if parts.scheme.endswith("+cluster"):
+        db = options.get("db", parts.path.strip("/") or "0")
+        if str(db) != "0":
+            raise ConfigError(f"{name}={_shown(name, url)}: a Redis Cluster has database 0 only, not {db}")
     return url
 
 
@@ -228,6 +254,10 @@ class CrawlConfig:
         prefix = _text(get("REDIS_KEY_PREFIX"))
         if prefix is None:
             raise ConfigError("REDIS_KEY_PREFIX is empty")
+        if "{" in prefix or "}" in prefix:
+            # The pass's keys are "{prefix}:...": braces of its own would change the hash tag.
+            raise ConfigError(f"REDIS_KEY_PREFIX={prefix!r} must not contain {{ or }}: the crawl wraps it "
+                              "in braces itself (the Redis Cluster hash tag of its keys)")
         return cls(
             api_base_url=_http_url("API_BASE_URL", get("API_BASE_URL")),
             api_key=_text(get("API_KEY")),

@@ -22,6 +22,7 @@ from twisted.enterprise import adbapi
 from productcrawler.config import ConfigError, mask_url
 from productcrawler.items import MISSING, FailureItem, ProductItem
 from productcrawler.storage.schema import MYSQL_DDL, SQLITE_DDL
+from productcrawler.url_options import MYSQL_OPTIONS, parse_options
 
 if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
@@ -103,6 +104,7 @@ class DatabaseTarget:
                 "user": unquote(parts.username or "root"), "password": unquote(parts.password or ""),
                 "database": parts.path.strip("/"), "charset": "utf8mb4", "autocommit": False,
                 "connect_timeout": max(1, int(connect_timeout)), "read_timeout": 60, "write_timeout": 60,
+                **_mysql_options(parts.query),
             }
             return cls(MYSQL, kwargs, shown)
         raise ConfigError(f"DATABASE_URL={shown!r} has an unknown scheme")
@@ -117,6 +119,16 @@ class DatabaseTarget:
         import pymysql
 
         return pymysql.connect(**self.connect_kwargs)
+
+
+def _mysql_options(query: str) -> dict[str, Any]:
+    """DATABASE_URL's query options as PyMySQL ``connect()`` arguments (validated in config)."""
+    options = parse_options(query, MYSQL_OPTIONS)
+    if "ssl_ca" in options:
+        # PyMySQL alone would encrypt without checking the certificate against
+        # the CA it was given; whoever names a CA means "verify with it".
+        options.setdefault("ssl_verify_cert", True)
+    return options
 
 
 def _sqlite_prepare(conn: sqlite3.Connection) -> None:

@@ -1,0 +1,130 @@
+"""Query options of DATABASE_URL and REDIS_URL: which exist, their values, what is masked.
+
+``mysql://u:p@db:3306/shop?ssl_ca=/etc/ssl/rds.pem`` must not connect without
+TLS because nobody read ``ssl_ca``: every option is checked here, and one we do
+not know is refused at start (``config.py`` turns ``ValueError`` into its
+one-line configuration error). The names are the drivers' own (PyMySQL's
+``connect()`` arguments, redis-py's URL options), so their documentation applies.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import unquote
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _bool(value: str) -> bool:
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ValueError("is not a boolean (true/false)")
+
+
+def _file(value: str) -> str:
+    if not value:
+        raise ValueError("is empty; expected a file path")
+    if not Path(value).is_file():
+        raise ValueError("is not a readable file")
+    return value
+
+
+def _text(value: str) -> str:
+    if not value:
+        raise ValueError("is empty")
+    return value
+
+
+def _number(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError("is not a number") from None
+    if not number > 0:
+        raise ValueError("must be greater than 0")
+    return number
+
+
+def _integer(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError("is not an integer") from None
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return value
+    return parse
+
+
+#: PyMySQL ``connect()`` arguments accepted as DATABASE_URL query options.
+MYSQL_OPTIONS: dict[str, Callable[[str], Any]] = {
+    "ssl_ca": _file,  # CA bundle that signed the server's certificate; implies ssl_verify_cert=true
+    "ssl_cert": _file,  # client certificate (servers that REQUIRE X509)
+    "ssl_key": _file,  # its private key
+    "ssl_key_password": _text,  # the key's passphrase
+    "ssl_verify_cert": _bool,  # verify the server's certificate (system CAs unless ssl_ca)
+    "ssl_verify_identity": _bool,  # also check the host name against the certificate
+    "unix_socket": _text,  # connect through this socket instead of TCP
+}
+
+#: redis-py URL options accepted in REDIS_URL (every client kind takes them,
+#: the cluster ones included).
+REDIS_OPTIONS: dict[str, Callable[[str], Any]] = {
+    "ssl_ca_certs": _file,
+    "ssl_certfile": _file,
+    "ssl_keyfile": _file,
+    "ssl_cert_reqs": _choice("required", "optional", "none"),
+    "ssl_check_hostname": _bool,
+    "client_name": _text,
+    "socket_timeout": _number,
+    "socket_connect_timeout": _number,
+    "health_check_interval": _integer,
+    "db": _integer,
+}
+#: REDIS_URL options that only mean something over TLS (rediss://).
+REDIS_TLS_OPTIONS = frozenset(name for name in REDIS_OPTIONS if name.startswith("ssl_"))
+
+#: Values shown as *** in every message: passwords, and where the private keys are.
+SECRET_OPTIONS = frozenset({"password", "ssl_key", "ssl_key_password", "ssl_keyfile", "ssl_password"})
+
+
+def raw_options(query: str) -> list[tuple[str, str]]:
+    """``name=value`` pairs of a URL's query, percent-decoded, in order."""
+    pairs = []
+    for part in query.split("&"):
+        if part:
+            name, _, value = part.partition("=")
+            pairs.append((unquote(name), unquote(value)))
+    return pairs
+
+
+def parse_options(query: str, known: dict[str, Callable[[str], Any]]) -> dict[str, Any]:
+    """Typed options of ``query``; ValueError naming the first unknown, repeated or bad one."""
+    options: dict[str, Any] = {}
+    for name, value in raw_options(query):
+        if name not in known:
+            raise ValueError(f"has an unknown option {name!r}; known options: {', '.join(known)}")
+        if name in options:
+            raise ValueError(f"gives option {name!r} twice")
+        try:
+            options[name] = known[name](value)
+        except ValueError as error:
+            shown = "***" if name in SECRET_OPTIONS else repr(value)
+            raise ValueError(f"option {name}={shown} {error}") from None
+    return options
+
+
+def mask_query(query: str) -> str:
+    """``query`` with the values of secret options replaced by ``***``."""
+    parts = []
+    for part in query.split("&"):
+        name, sep, _ = part.partition("=")
+        parts.append(f"{name}=***" if sep and unquote(name) in SECRET_OPTIONS else part)
+    return "&".join(parts)

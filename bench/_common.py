@@ -156,16 +156,21 @@ def redis_keys_memory(prefix: str) -> dict[str, int]:
     """MEMORY USAGE of every key under ``prefix`` (bytes, key and value with overhead)."""
     client = redis_client()
     sizes = {}
-    for key in client.scan_iter(f"{prefix}*", count=1000):
+    for key in _prefixed_keys(client, prefix):
         size = client.memory_usage(key, samples=0)
         if size is not None:
             sizes[key.decode()] = int(size)
     return sizes
 
 
+def _prefixed_keys(client: Any, prefix: str) -> list[bytes]:
+    """Keys under ``prefix``: the pass's are "{prefix}:..." (its cluster hash tag)."""
+    return [key for pattern in (f"{prefix}*", f"{{{prefix}}}*") for key in client.scan_iter(pattern, count=1000)]
+
+
 def delete_redis_prefix(prefix: str) -> int:
     client = redis_client()
-    keys = list(client.scan_iter(f"{prefix}*", count=1000))
+    keys = _prefixed_keys(client, prefix)
     for start in range(0, len(keys), 500):
         client.delete(*keys[start:start + 500])
     return len(keys)

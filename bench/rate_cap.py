@@ -66,7 +66,7 @@ def run(simulator: SimulatorProcess, ids: int, rate: float, instances: int) -> d
     cursor.execute(f"DROP DATABASE {database}")
     connection.close()
     client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(f"{prefix}*"))
+    keys = [key for pattern in (f"{prefix}*", f"{{{prefix}}}*") for key in client.scan_iter(pattern)]
     if keys:
         client.delete(*keys)
     span = max(times) - min(times)

@@ -6,10 +6,12 @@ yet, so the short blocking connects here block nothing).
 
 from __future__ import annotations
 
+import ssl
 from typing import TYPE_CHECKING, Any
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.middlewares.ratelimit import rate_limit_enabled
+from productcrawler.redis_connection import is_cluster, redis_client
 from productcrawler.storage.database import DatabaseTarget, ensure_schema
 
 if TYPE_CHECKING:
@@ -44,24 +46,55 @@ def _check_database(url: str) -> None:
             connection.close()
     except Exception as error:  # noqa: BLE001 - any driver error is a configuration problem here
         raise ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: "
-                          f"{_describe(error)}") from None
+                          f"{describe(error, tls_option='ssl_ca')}") from None
 
 
 def _check_redis(url: str) -> None:
-    import redis
-
+    """Reach Redis as every component will (the one client factory), and refuse a
+    plain URL that points at a cluster node: its MOVED replies would stop the crawl later."""
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT,
-                                      socket_timeout=CONNECT_TIMEOUT)
+        client = redis_client(url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT)
         try:
             client.ping()
+            in_cluster = not is_cluster(url) and _cluster_enabled(client)
         finally:
             client.close()
     except Exception as error:  # noqa: BLE001
-        raise ConfigError(f"REDIS_URL={mask_url(url)!r}: cannot reach Redis: {_describe(error)}") from None
+        raise ConfigError(f"REDIS_URL={mask_url(url)!r}: cannot reach Redis: "
+                          f"{describe(error, tls_option='ssl_ca_certs')}") from None
+    if in_cluster:
+        raise ConfigError(f"REDIS_URL={mask_url(url)!r} is a node of a Redis Cluster: use "
+                          "redis+cluster://host:port (rediss+cluster:// over TLS)")
 
 
-def _describe(error: BaseException) -> str:
+def _cluster_enabled(client: Any) -> bool:
+    import redis
+
+    try:
+        return bool(client.info("cluster").get("cluster_enabled"))
+    except redis.ResponseError:  # INFO not allowed for this ACL user: nothing to tell
+        return False
+
+
+def describe(error: BaseException, *, tls_option: str) -> str:
+    """One line for a driver error; a failed TLS handshake says so and names the option to check."""
+    tls = _tls_error(error)
+    if tls is not None:
+        return f"TLS handshake failed: {tls} (check {tls_option})"
     if len(error.args) == 2 and isinstance(error.args[0], int):  # pymysql: (code, message)
-        return f"{error.args[1]} (error {error.args[0]})"
+        text = f"{error.args[1]} (error {error.args[0]})"
+        if "secure transport" in text:
+            text += f"; the server requires TLS: add {tls_option}=... to the URL"
+        return text
     return str(error) or type(error).__name__
+
+
+def _tls_error(error: BaseException) -> ssl.SSLError | None:
+    seen: BaseException | None = error
+    for _ in range(5):  # drivers wrap the ssl error once or twice
+        if seen is None:
+            return None
+        if isinstance(seen, ssl.SSLError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None

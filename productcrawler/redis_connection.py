@@ -1,8 +1,20 @@
-"""The one factory for Redis clients: our defaults, then REDIS_URL."""
+"""The one factory for Redis clients: our defaults, then REDIS_URL.
+
+The scheduler and the pass (sync), the shared rate limit (asyncio), ``scrapy
+progress`` and the start-up check all get their client here, so TLS
+(``rediss://``, ``ssl_ca_certs=...``), ACL users (``user:password@``) and
+Redis Cluster (``redis+cluster://`` / ``rediss+cluster://``) work the same
+way for all of them. URL options win over the defaults (redis-py's rule).
+"""
 
 from __future__ import annotations
 
+from typing import Any, Union
+
 import redis
+import redis.asyncio
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
 
 #: Short timeouts: a call on the reactor thread must fail fast when Redis is
 #: away (the callers retry), not freeze the crawl for half a minute.
@@ -12,6 +24,33 @@ CLIENT_DEFAULTS = {
     "health_check_interval": 15,
 }
 
+#: Cluster scheme -> the scheme redis-py's cluster clients parse.
+_CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
-def redis_client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, **CLIENT_DEFAULTS)
+SyncClient = Union[redis.Redis, RedisCluster]
+AsyncClient = Union[redis.asyncio.Redis, AsyncRedisCluster]
+
+
+def is_cluster(url: str) -> bool:
+    return url.split("://", 1)[0].lower() in _CLUSTER_SCHEMES
+
+
+def _cluster_url(url: str) -> str:
+    scheme, rest = url.split("://", 1)
+    return f"{_CLUSTER_SCHEMES[scheme.lower()]}://{rest}"
+
+
+def redis_client(url: str, **overrides: Any) -> SyncClient:
+    """A synchronous client (for threads and start-up checks, never the reactor thread)."""
+    kwargs = {**CLIENT_DEFAULTS, **overrides}
+    if is_cluster(url):
+        return RedisCluster.from_url(_cluster_url(url), **kwargs)
+    return redis.Redis.from_url(url, **kwargs)
+
+
+def async_redis_client(url: str, **overrides: Any) -> AsyncClient:
+    """An asyncio client (the shared rate limit, on the reactor's event loop)."""
+    kwargs = {**CLIENT_DEFAULTS, **overrides}
+    if is_cluster(url):
+        return AsyncRedisCluster.from_url(_cluster_url(url), **kwargs)
+    return redis.asyncio.Redis.from_url(url, **kwargs)

@@ -74,7 +74,8 @@ def redis_prefix() -> Iterator[str]:
     prefix = f"pctest:{uuid.uuid4().hex[:12]}"
     yield prefix
     client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(f"{prefix}*", count=1000))
+    # The pass's keys are "{prefix}:..." (the prefix is their cluster hash tag).
+    keys = [key for pattern in (f"{prefix}*", f"{{{prefix}}}*") for key in client.scan_iter(pattern, count=1000)]
     if keys:
         client.delete(*keys)
     client.close()

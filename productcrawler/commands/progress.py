@@ -10,10 +10,12 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from redis.exceptions import RedisClusterException, RedisError
 from scrapy.commands import ScrapyCommand
 
-from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.passes.redis_pass import RedisPass
+from productcrawler.preflight import describe
 from productcrawler.redis_connection import redis_client
 from productcrawler.storage.database import DatabaseTarget, as_datetime, done_count, outcome_counts
 
@@ -35,6 +37,11 @@ class Command(ScrapyCommand):
             lines = _from_redis(config) if config.redis_url else _from_database(config)
         except (ConfigError, OSError) as error:
             print(f"productcrawler: {error}", file=sys.stderr)
+            self.exitcode = 2
+            return
+        except (RedisError, RedisClusterException) as error:
+            print(f"productcrawler: REDIS_URL={mask_url(config.redis_url)!r}: cannot reach Redis: "
+                  f"{describe(error, tls_option='ssl_ca_certs')}", file=sys.stderr)
             self.exitcode = 2
             return
         print("\n".join(lines))
@@ -68,7 +75,8 @@ def _from_database(config: CrawlConfig) -> list[str]:
     try:
         connection = target.connect()
     except Exception as error:  # noqa: BLE001
-        raise ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: {error}") from None
+        raise ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: "
+                          f"{describe(error, tls_option='ssl_ca')}") from None
     try:
         cursor = connection.cursor()
         try:

@@ -1,6 +1,7 @@
 """One pass shared by every instance through Redis: lazy seeding, leases, acknowledgement.
 
-Keys, under ``{REDIS_KEY_PREFIX}:products``:
+Keys, under ``{REDIS_KEY_PREFIX}:products`` (the braces are literal: the
+prefix is the keys' Redis Cluster hash tag, and every script declares its keys):
 
 - ``pass`` (hash): the current pass: ``id``, ``start``, ``end``, ``cursor`` (next
   id never handed out), ``status`` (``running``/``finished``), times.
@@ -127,11 +128,11 @@ return done
 """
 
 _RECOVER = """
--- KEYS: queue, instances; ARGV: key prefix of inflight hashes, key prefix of heartbeats
+-- KEYS: queue, instances, then per instance ARGV[i]: heartbeat KEYS[1 + 2i], inflight KEYS[2 + 2i]
 local moved = 0
-for _, instance in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  if redis.call('EXISTS', ARGV[2] .. instance) == 0 then
-    local inflight = ARGV[1] .. instance
+for i, instance in ipairs(ARGV) do
+  local heartbeat, inflight = KEYS[1 + 2 * i], KEYS[2 + 2 * i]
+  if redis.call('SISMEMBER', KEYS[2], instance) == 1 and redis.call('EXISTS', heartbeat) == 0 then
     local entries = redis.call('HVALS', inflight)
     if #entries > 0 then
       redis.call('RPUSH', KEYS[1], unpack(entries))
@@ -190,7 +191,9 @@ class RedisPass:
 
     def __init__(self, client: redis.Redis, prefix: str, spider_name: str = "products") -> None:
         self.client = client
-        self.base = f"{prefix}:{spider_name}"
+        # One hash tag for every key: a Redis Cluster keeps them in one slot,
+        # so each script's keys are on one node (no CROSSSLOT).
+        self.base = f"{{{prefix}}}:{spider_name}"
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.pass_id: int | None = None
         self.start_id = 0
@@ -258,8 +261,15 @@ class RedisPass:
 
     def recover(self) -> int:
         """Move the leases of instances whose heartbeat stopped back to the queue."""
-        return int(self._recover(keys=[self._key("queue"), self._key("instances")],
-                                 args=[self._key("inflight:"), f"{self.base}:instance:"]))
+        # The script declares every key it touches (Redis Cluster requires it), so
+        # the instances are read first; one that joins meanwhile is alive anyway.
+        instances = sorted(member.decode() for member in self.client.smembers(self._key("instances")))
+        if not instances:
+            return 0
+        keys = [self._key("queue"), self._key("instances")]
+        for instance in instances:
+            keys += [self.heartbeat_key(instance), self._key(f"inflight:{instance}")]
+        return int(self._recover(keys=keys, args=instances))
 
     def release(self) -> int:
         """Give back every lease this instance holds (a graceful stop)."""

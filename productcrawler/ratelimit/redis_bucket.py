@@ -30,13 +30,12 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-import redis
-import redis.asyncio
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from productcrawler.config import mask_url
+from productcrawler.redis_connection import AsyncClient, async_redis_client, redis_client
 from productcrawler.ratelimit.bucket import (
     LATE_TOLERANCE,
     BackoffPolicy,
@@ -110,8 +109,7 @@ def ping(url: str) -> None:
 
     A synchronous one-off at start-up; the hot path only uses ``redis.asyncio``.
     """
-    client = redis.Redis.from_url(url, socket_timeout=REDIS_TIMEOUT,
-                                  socket_connect_timeout=REDIS_TIMEOUT)
+    client = redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
     try:
         client.ping()
     except RedisError as exc:
@@ -125,13 +123,13 @@ def ping(url: str) -> None:
 class RedisTokenBucket:
     """The async :class:`~productcrawler.ratelimit.bucket.RateLimiter` over Redis."""
 
-    def __init__(self, client: redis.asyncio.Redis, *, key_prefix: str, rate: float, burst: float,
+    def __init__(self, client: AsyncClient, *, key_prefix: str, rate: float, burst: float,
                  lease_max: int | None = None, policy: BackoffPolicy | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         check_rate(rate, burst)
         if lease_max is not None and lease_max < 1:
             raise ValueError(f"lease_max={lease_max!r} must be at least 1")
-        self.client: redis.asyncio.Redis = client
+        self.client: AsyncClient = client
         self.key: str = f"{key_prefix}:ratelimit:bucket"
         self.rate: float = float(rate)
         self.burst: float = float(burst)
@@ -153,8 +151,7 @@ class RedisTokenBucket:
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> Self:
-        client = redis.asyncio.Redis.from_url(url, socket_timeout=REDIS_TIMEOUT,
-                                              socket_connect_timeout=REDIS_TIMEOUT)
+        client = async_redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
         return cls(client, **kwargs)
 
     def __str__(self) -> str:

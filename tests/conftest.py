@@ -117,3 +117,51 @@ def run_crawl(*args: str, settings: dict[str, Any] | None = None, env: dict[str,
     """Run the real ``scrapy crawl products`` and wait for it."""
     return subprocess.run(crawl_command(*args, settings=settings), cwd=ROOT, env=env or crawl_env(),
                           capture_output=True, text=True, timeout=timeout, check=False)
+
+
+# --- servers of our own: TLS MariaDB, TLS Redis, Redis Cluster (tests/servers.py) ---
+
+@pytest.fixture(scope="session")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from tests.servers import make_certificates
+
+    return make_certificates(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="session")
+def tls_mariadb(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> Iterator[Any]:
+    """A MariaDB on port 27306 that requires TLS (and a client certificate for ``crawler``)."""
+    from tests.servers import TlsMariaDB
+
+    server = TlsMariaDB(tmp_path_factory.mktemp("mariadb-tls"), certificates)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_redis(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> Iterator[Any]:
+    """A Redis on TLS port 27379 only, with an ACL user and the default user off."""
+    from tests.servers import TlsRedis
+
+    server = TlsRedis(tmp_path_factory.mktemp("redis-tls"), certificates)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Three Redis Cluster masters on ports 27001-27003."""
+    from tests.servers import RedisClusterServers
+
+    servers = RedisClusterServers(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        servers.start()
+        yield servers
+    finally:
+        servers.stop()

@@ -1,0 +1,29 @@
+"""Shared test helpers (no fixtures: those are in conftest.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from typing import TYPE_CHECKING, Any
+
+from tests.conftest import ROOT, crawl_command
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+def start_crawl(*args: str, settings: dict[str, Any] | None = None,
+                env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """The real ``scrapy crawl products`` in the background, stdout and stderr together."""
+    return subprocess.Popen(crawl_command(*args, settings=settings), cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for(condition: Callable[[], bool], process: subprocess.Popen[str], what: str,
+             timeout: float = 60) -> None:
+    """Poll ``condition`` while ``process`` runs; fail if it ends or ``timeout`` passes first."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process.poll() is None, f"the crawl ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout:g} s"
+        time.sleep(0.1)

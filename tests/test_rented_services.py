@@ -128,6 +128,7 @@ def test_a_crawl_through_tls_mysql_and_tls_redis_stores_every_product(clean_simu
                                                   "ORDER BY product_id")]
     assert stored == present(TLS_END)
     assert sorted({a[1] for a in clean_simulator.arrivals()}) == list(range(1, TLS_END + 1))
+    assert "Redis bucket" in output  # the shared rate limit went through the TLS Redis too
     # The pass lived in the TLS Redis: `scrapy progress` reads it through the same factory.
     shown = progress(env)
     assert shown.returncode == 0, shown.stderr
@@ -193,6 +194,8 @@ def test_a_crawl_on_redis_cluster_survives_kill_9_and_stores_every_product(clean
     output = second.stdout + second.stderr
     assert second.returncode == 0, output[-3000:]
     assert "Joined pass 1" in output
+    assert "Recovered" in output  # the killed instance's leases, by the recover script on the cluster
+    assert "Redis bucket" in output
     stored = [row[0] for row in mysql_query(mysql_url, "SELECT product_id FROM products ORDER BY product_id")]
     assert stored == present(CLUSTER_END)
     fetched = [a[1] for a in clean_simulator.arrivals()]
@@ -211,3 +214,15 @@ def test_a_crawl_on_redis_cluster_survives_kill_9_and_stores_every_product(clean
         print(f"\nREDIS CLUSTER CRAWL: {CLUSTER_END} ids, killed (-9) after {killed_after:.1f} s, complete "
               f"after {elapsed:.1f} s in all; {len(fetched)} requests, "
               f"{len(fetched) - len(set(fetched))} ids fetched more than once")
+
+
+@pytest.mark.parametrize(("url", "words"), [
+    ("redis://127.0.0.1:27001/0", ["is a node of a Redis Cluster", "redis+cluster://"]),
+    ("redis+cluster://127.0.0.1:6379", ["cannot reach Redis", "Cluster mode is not enabled"]),
+], ids=["plain-url-to-a-cluster", "cluster-url-to-a-single-server"])
+def test_a_url_of_the_wrong_kind_for_the_server_fails_at_start(tmp_path, redis_cluster, url, words):
+    result = run_crawl(env=crawl_env(DATABASE_URL=f"sqlite:///{tmp_path}/x.db", REDIS_URL=url), timeout=60)
+    assert result.returncode == 2, result.stderr[-2000:]
+    line = one_line(result)
+    for word in words:
+        assert word in line

@@ -35,7 +35,6 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from productcrawler.config import mask_url
-from productcrawler.redis_connection import AsyncClient, async_redis_client, redis_client
 from productcrawler.ratelimit.bucket import (
     LATE_TOLERANCE,
     BackoffPolicy,
@@ -43,6 +42,7 @@ from productcrawler.ratelimit.bucket import (
     Reservation,
     check_rate,
 )
+from productcrawler.redis_connection import AsyncClient, async_redis_client, redis_client
 
 if TYPE_CHECKING:
     from collections.abc import Callable

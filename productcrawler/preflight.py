@@ -82,10 +82,7 @@ def describe(error: BaseException, *, tls_option: str) -> str:
     if tls is not None:
         return f"TLS handshake failed: {tls} (check {tls_option})"
     if len(error.args) == 2 and isinstance(error.args[0], int):  # pymysql: (code, message)
-        text = f"{error.args[1]} (error {error.args[0]})"
-        if "secure transport" in text:
-            text += f"; the server requires TLS: add {tls_option}=... to the URL"
-        return text
+        return f"{error.args[1]} (error {error.args[0]})"
     return str(error) or type(error).__name__
 
 

@@ -117,7 +117,7 @@ def tls_database(tls_mariadb):
 
 
 def test_a_crawl_through_tls_mysql_and_tls_redis_stores_every_product(clean_simulator, tls_mariadb,
-                                                                      tls_database, tls_redis):
+                                                                      tls_database, tls_redis, certificates):
     env = crawl_env(DATABASE_URL=tls_mariadb.url(tls_database), REDIS_URL=tls_redis.url(),
                     REDIS_KEY_PREFIX=f"pctls:{uuid.uuid4().hex[:8]}")
     result = run_crawl("-a", f"end_id={TLS_END}", settings={"API_BASE_URL": clean_simulator.base_url,
@@ -133,7 +133,7 @@ def test_a_crawl_through_tls_mysql_and_tls_redis_stores_every_product(clean_simu
     shown = progress(env)
     assert shown.returncode == 0, shown.stderr
     assert f"(finished): {TLS_END}/{TLS_END} ids done" in shown.stdout
-    for secret in (MARIADB_PASSWORD, REDIS_PASSWORD):
+    for secret in (MARIADB_PASSWORD, REDIS_PASSWORD, str(certificates.client_key)):
         assert secret not in output + shown.stdout + shown.stderr
 
 

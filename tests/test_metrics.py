@@ -42,6 +42,22 @@ FAMILIES = {
     "productcrawler_ratelimit_effective_rate": "gauge",
     "productcrawler_pass_ids_done": "gauge",
     "productcrawler_pass_ids_total": "gauge",
+    "productcrawler_requests_in_flight": "gauge",
+    "productcrawler_requests_waiting_for_slot": "gauge",
+    "productcrawler_ratelimit_cap_requests_per_second": "gauge",
+    "productcrawler_database_rows_written": "counter",  # label: table
+    "productcrawler_database_write_errors": "counter",
+    "productcrawler_database_up": "gauge",
+    "productcrawler_pass_info": "gauge",  # label: pass_id
+    "productcrawler_pass_start_time_seconds": "gauge",
+    "productcrawler_request_duration_seconds": "histogram",  # label: outcome
+    "productcrawler_database_batch_duration_seconds": "histogram",
+}
+#: Only with REDIS_URL.
+REDIS_FAMILIES = {
+    "productcrawler_redis_errors": "counter",
+    "productcrawler_redis_up": "gauge",
+    "productcrawler_redis_call_duration_seconds": "histogram",
 }
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -110,10 +126,15 @@ def test_port_zero_serves_on_a_free_port_logs_it_and_stops_at_close(
         assert extension.url == found[1]
         text = scrape_text(found[1])
         assert families(text) == FAMILIES
-        # Nothing counted yet: every unlabelled family is there at 0.
-        assert samples_of(text) == {(f"{name}_total" if kind == "counter" else name, ()): 0.0
-                                    for name, kind in FAMILIES.items()
-                                    if name not in ("productcrawler_responses", "productcrawler_retries")}
+        # Nothing counted yet: every unlabelled counter is there at 0.
+        samples = samples_of(text)
+        for name, kind in FAMILIES.items():
+            if kind == "counter" and name not in ("productcrawler_responses", "productcrawler_retries",
+                                                  "productcrawler_database_rows_written"):
+                assert samples[(f"{name}_total", ())] == 0.0, name
+        assert samples[("productcrawler_database_up", ())] == 1.0
+        assert samples[("productcrawler_requests_in_flight", ())] == 0.0
+        assert samples[("productcrawler_ratelimit_cap_requests_per_second", ())] == 500.0
     finally:
         crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="finished")
     with pytest.raises(urllib.error.URLError):

@@ -113,6 +113,13 @@ def test_invalid_port_is_an_error_naming_the_setting(port: str, message: str) ->
         PrometheusMetrics.from_crawler(crawler)
 
 
+@pytest.mark.parametrize(("linger", "message"), [("soon", "not a number"), ("-1", "at least 0")])
+def test_invalid_linger_is_an_error_naming_the_setting(linger: str, message: str) -> None:
+    crawler = get_crawler(settings_dict={"METRICS_PORT": 0, "METRICS_LINGER": linger})
+    with pytest.raises(ValueError, match=f"METRICS_LINGER={linger!r} .*{message}"):
+        PrometheusMetrics.from_crawler(crawler)
+
+
 def test_port_zero_serves_on_a_free_port_logs_it_and_stops_at_close(
         caplog: pytest.LogCaptureFixture) -> None:
     # No other extension: spider_closed is sent below without a crawl having run.

@@ -181,9 +181,29 @@ def test_values_come_from_the_crawl_stats(metrics: PrometheusMetrics) -> None:
     assert value(samples, "productcrawler_ratelimit_effective_rate") == 199.5
     # No spider yet: no pass to report on.
     assert value(samples, "productcrawler_pass_ids_total") == 0
+    assert value(samples, "productcrawler_database_up") == 1
+    assert value(samples, "productcrawler_database_rows_written_total", table="products") == 8
+    assert value(samples, "productcrawler_database_rows_written_total", table="crawl_failures") == 1
+    stats.set_value(stat_keys.DB_OUTAGE, 1)
+    assert value(scrape(metrics.url), "productcrawler_database_up") == 0
+    stats.set_value(stat_keys.DB_OUTAGE, 0)
     # A later scrape sees later values: nothing is cached.
     stats.inc_value(stat_keys.STORED, 5)
     assert value(scrape(metrics.url), "productcrawler_products_stored_total") == 13
+
+
+def test_redis_families_only_with_redis_and_read_from_the_stats() -> None:
+    crawler = get_crawler(settings_dict={"METRICS_PORT": 0, "REDIS_URL": "redis://127.0.0.1:6379/0"})
+    extension = PrometheusMetrics.from_crawler(crawler)
+    try:
+        assert families(scrape_text(extension.url)) == {**FAMILIES, **REDIS_FAMILIES}
+        crawler.stats.set_value(stat_keys.REDIS_ERRORS, 3)
+        crawler.stats.set_value(stat_keys.REDIS_OUTAGE, 1)
+        samples = samples_of(scrape_text(extension.url))
+        assert value(samples, "productcrawler_redis_errors_total") == 3
+        assert value(samples, "productcrawler_redis_up") == 0
+    finally:
+        extension.stop()
 
 
 # --- the real crawl ----------------------------------------------------------

@@ -176,6 +176,8 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
         "ours+aiohttp": ("ours", {"DOWNLOAD_HANDLERS": {"http": AIOHTTP_HANDLER}}),
         "ours+twisted-handler": ("ours", {"DOWNLOAD_HANDLERS": {"http": TWISTED_HANDLER, "https": TWISTED_HANDLER}}),
         "ours+timed-ack": ("ours", code),
+        # The Prometheus endpoint and its per-request latency histogram (issue 17).
+        "ours+metrics": ("ours", {"METRICS_PORT": 0}),
         "recommended+timed-ack": ("ours", {**ci1, **recommended(), **code}),
         "recommended+timed-ack+no-autothrottle": ("ours", {**ci1, **recommended(), **code, "AUTOTHROTTLE_ENABLED": False}),
         "recommended+timed-ack+no-ratelimit": ("ours", {**ci1, **recommended(), **code,

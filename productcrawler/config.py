@@ -60,6 +60,7 @@ DEFAULTS: dict[str, Any] = {
     "PROGRESS_INTERVAL": 10.0,
     "METRICS_PORT": None,
     "METRICS_ADDRESS": "127.0.0.1",
+    "METRICS_LINGER": 0.0,
 }
 
 
@@ -219,6 +220,7 @@ class CrawlConfig:
     progress_interval: float
     metrics_port: int | None
     metrics_address: str
+    metrics_linger: float
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, *, start_id: Any = None,
@@ -280,6 +282,7 @@ class CrawlConfig:
             progress_interval=_number("PROGRESS_INTERVAL", get("PROGRESS_INTERVAL"), float, above=0),
             metrics_port=metrics_port,
             metrics_address=metrics_address,
+            metrics_linger=_number("METRICS_LINGER", get("METRICS_LINGER"), float, minimum=0),
         )
 
     @property

@@ -142,7 +142,9 @@ class RetryPolicy:
             self.stats.inc_value(stat_keys.RETRY_DELAY_SECONDS, delay)
         logger.debug(
             "Retry %(retry_times)d of %(request)s (%(reason)s) held for %(delay).3fs",
-            {"retry_times": retry_times + 1, "request": request, "reason": reason, "delay": delay},
+            # status: not in the message, a field of LOG_FORMAT=json lines.
+            {"retry_times": retry_times + 1, "request": request, "reason": reason, "delay": delay,
+             "status": http_status},
         )
         return new_request
 

@@ -48,6 +48,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Closest to the downloader: every request actually sent takes a token,
     # retries included.
     "productcrawler.middlewares.ratelimit.RateLimitMiddleware": 950,
+    # Request latency histogram, measured from when the rate limit lets a
+    # request go; off unless METRICS_PORT is set.
+    "productcrawler.middlewares.request_timing.RequestTiming": 960,
 }
 
 SPIDER_MIDDLEWARES = {

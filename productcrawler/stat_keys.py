@@ -14,6 +14,11 @@ FAILED = f"{PREFIX}/failed"
 DB_BATCHES = f"{PREFIX}/db/batches"
 DB_WRITE_ERRORS = f"{PREFIX}/db/write_errors"
 DB_ROWS_REJECTED = f"{PREFIX}/db/rows_rejected"
+#: 1 while the database is unreachable, 0 once it is back (set on each change only).
+DB_OUTAGE = f"{PREFIX}/db/outage"
+REDIS_ERRORS = f"{PREFIX}/redis/errors"
+#: 1 while Redis is unreachable, 0 once it is back (set on each change only).
+REDIS_OUTAGE = f"{PREFIX}/redis/outage"
 
 RATELIMIT_WAITS = f"{PREFIX}/ratelimit/waits"
 RATELIMIT_WAIT_SECONDS = f"{PREFIX}/ratelimit/wait_seconds"

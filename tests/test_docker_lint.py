@@ -231,3 +231,53 @@ def test_crawler_environment_is_the_configuration_contract(compose: dict[str, An
     mysql = resolved["services"]["mysql"]["environment"]
     assert config.database_url.endswith("/" + mysql["MYSQL_DATABASE"])
     assert f"//{mysql['MYSQL_USER']}:{mysql['MYSQL_PASSWORD']}@" in config.database_url
+
+
+# --- the monitoring profile ----------------------------------------------------
+
+
+def test_monitoring_services_are_behind_a_profile_and_load_everything_without_clicks(
+        compose: dict[str, Any]) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()}
+    result = subprocess.run([*compose_command(), "-f", str(COMPOSE_FILE), "--profile", "monitoring", "config",
+                             "--format", "json"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert (result.returncode, result.stderr) == (0, "")
+    services = json.loads(result.stdout)["services"]
+    assert set(services) == {"mysql", "redis", "simulator", "crawler", "prometheus", "grafana"}
+    for name in ("prometheus", "grafana"):
+        assert compose["services"][name]["profiles"] == ["monitoring"], name
+        # Only on the host's loopback.
+        assert all(port["host_ip"] == "127.0.0.1" for port in services[name]["ports"]), name
+
+    def mounts(name: str) -> dict[str, str]:
+        return {volume["target"]: volume["source"] for volume in services[name]["volumes"]
+                if volume["type"] == "bind"}
+
+    prometheus = services["prometheus"]
+    assert mounts("prometheus") == {"/etc/prometheus": str(ROOT / "monitoring" / "prometheus")}
+    assert "--config.file=/etc/prometheus/prometheus.yml" in prometheus["command"]
+    assert (ROOT / "monitoring" / "prometheus" / "prometheus.yml").is_file()
+    # Prometheus finds every replica of the crawler by its service name, on its metrics port.
+    scrape = yaml.safe_load((ROOT / "monitoring" / "prometheus" / "prometheus.yml").read_text())
+    [job] = scrape["scrape_configs"]
+    crawler = services["crawler"]
+    assert job["dns_sd_configs"][0]["names"] == ["crawler"]
+    assert str(job["dns_sd_configs"][0]["port"]) == crawler["environment"]["METRICS_PORT"]
+    assert crawler["environment"]["METRICS_ADDRESS"] == "0.0.0.0"
+    # A replica that finishes its pass lingers for at least one scrape interval.
+    assert float(crawler["environment"]["METRICS_LINGER"]) >= 2 * float(scrape["global"]["scrape_interval"][:-1])
+
+    grafana = services["grafana"]
+    assert mounts("grafana") == {
+        "/etc/grafana/provisioning": str(ROOT / "monitoring" / "grafana" / "provisioning"),
+        "/var/lib/grafana/dashboards": str(ROOT / "monitoring" / "grafana" / "dashboards")}
+    provider = yaml.safe_load((ROOT / "monitoring" / "grafana" / "provisioning" / "dashboards"
+                               / "productcrawler.yml").read_text())["providers"][0]
+    assert provider["options"]["path"] == "/var/lib/grafana/dashboards"
+    home = grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    assert (ROOT / "monitoring" / "grafana" / "dashboards" / home.rsplit("/", 1)[1]).is_file()
+    datasource = yaml.safe_load((ROOT / "monitoring" / "grafana" / "provisioning" / "datasources"
+                                 / "prometheus.yml").read_text())["datasources"][0]
+    assert datasource["url"] == "http://prometheus:9090"
+    assert grafana["environment"]["GF_AUTH_ANONYMOUS_ENABLED"] == "true"

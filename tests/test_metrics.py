@@ -42,6 +42,22 @@ FAMILIES = {
     "productcrawler_ratelimit_effective_rate": "gauge",
     "productcrawler_pass_ids_done": "gauge",
     "productcrawler_pass_ids_total": "gauge",
+    "productcrawler_requests_in_flight": "gauge",
+    "productcrawler_requests_waiting_for_slot": "gauge",
+    "productcrawler_ratelimit_cap_requests_per_second": "gauge",
+    "productcrawler_database_rows_written": "counter",  # label: table
+    "productcrawler_database_write_errors": "counter",
+    "productcrawler_database_up": "gauge",
+    "productcrawler_pass_info": "gauge",  # label: pass_id
+    "productcrawler_pass_start_time_seconds": "gauge",
+    "productcrawler_request_duration_seconds": "histogram",  # label: outcome
+    "productcrawler_database_batch_duration_seconds": "histogram",
+}
+#: Only with REDIS_URL.
+REDIS_FAMILIES = {
+    "productcrawler_redis_errors": "counter",
+    "productcrawler_redis_up": "gauge",
+    "productcrawler_redis_call_duration_seconds": "histogram",
 }
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -97,6 +113,13 @@ def test_invalid_port_is_an_error_naming_the_setting(port: str, message: str) ->
         PrometheusMetrics.from_crawler(crawler)
 
 
+@pytest.mark.parametrize(("linger", "message"), [("soon", "not a number"), ("-1", "at least 0")])
+def test_invalid_linger_is_an_error_naming_the_setting(linger: str, message: str) -> None:
+    crawler = get_crawler(settings_dict={"METRICS_PORT": 0, "METRICS_LINGER": linger})
+    with pytest.raises(ValueError, match=f"METRICS_LINGER={linger!r} .*{message}"):
+        PrometheusMetrics.from_crawler(crawler)
+
+
 def test_port_zero_serves_on_a_free_port_logs_it_and_stops_at_close(
         caplog: pytest.LogCaptureFixture) -> None:
     # No other extension: spider_closed is sent below without a crawl having run.
@@ -110,10 +133,15 @@ def test_port_zero_serves_on_a_free_port_logs_it_and_stops_at_close(
         assert extension.url == found[1]
         text = scrape_text(found[1])
         assert families(text) == FAMILIES
-        # Nothing counted yet: every unlabelled family is there at 0.
-        assert samples_of(text) == {(f"{name}_total" if kind == "counter" else name, ()): 0.0
-                                    for name, kind in FAMILIES.items()
-                                    if name not in ("productcrawler_responses", "productcrawler_retries")}
+        # Nothing counted yet: every unlabelled counter is there at 0.
+        samples = samples_of(text)
+        for name, kind in FAMILIES.items():
+            if kind == "counter" and name not in ("productcrawler_responses", "productcrawler_retries",
+                                                  "productcrawler_database_rows_written"):
+                assert samples[(f"{name}_total", ())] == 0.0, name
+        assert samples[("productcrawler_database_up", ())] == 1.0
+        assert samples[("productcrawler_requests_in_flight", ())] == 0.0
+        assert samples[("productcrawler_ratelimit_cap_requests_per_second", ())] == 500.0
     finally:
         crawler.signals.send_catch_log(signal=signals.spider_closed, spider=None, reason="finished")
     with pytest.raises(urllib.error.URLError):
@@ -153,9 +181,29 @@ def test_values_come_from_the_crawl_stats(metrics: PrometheusMetrics) -> None:
     assert value(samples, "productcrawler_ratelimit_effective_rate") == 199.5
     # No spider yet: no pass to report on.
     assert value(samples, "productcrawler_pass_ids_total") == 0
+    assert value(samples, "productcrawler_database_up") == 1
+    assert value(samples, "productcrawler_database_rows_written_total", table="products") == 8
+    assert value(samples, "productcrawler_database_rows_written_total", table="crawl_failures") == 1
+    stats.set_value(stat_keys.DB_OUTAGE, 1)
+    assert value(scrape(metrics.url), "productcrawler_database_up") == 0
+    stats.set_value(stat_keys.DB_OUTAGE, 0)
     # A later scrape sees later values: nothing is cached.
     stats.inc_value(stat_keys.STORED, 5)
     assert value(scrape(metrics.url), "productcrawler_products_stored_total") == 13
+
+
+def test_redis_families_only_with_redis_and_read_from_the_stats() -> None:
+    crawler = get_crawler(settings_dict={"METRICS_PORT": 0, "REDIS_URL": "redis://127.0.0.1:6379/0"})
+    extension = PrometheusMetrics.from_crawler(crawler)
+    try:
+        assert families(scrape_text(extension.url)) == {**FAMILIES, **REDIS_FAMILIES}
+        crawler.stats.set_value(stat_keys.REDIS_ERRORS, 3)
+        crawler.stats.set_value(stat_keys.REDIS_OUTAGE, 1)
+        samples = samples_of(scrape_text(extension.url))
+        assert value(samples, "productcrawler_redis_errors_total") == 3
+        assert value(samples, "productcrawler_redis_up") == 0
+    finally:
+        extension.stop()
 
 
 # --- the real crawl ----------------------------------------------------------

@@ -43,6 +43,8 @@ def test_mysql_cut_for_ten_seconds_mid_crawl_loses_nothing(clean_simulator, mysq
     output, _ = process.communicate(timeout=240)
     assert process.returncode == 0, output[-3000:]
     assert "Cannot write to the database" in output and "reachable again" in output
+    # The outage state behind productcrawler_database_up went to 1 and back to 0.
+    assert "'productcrawler/db/outage': 0" in output
     assert_pass_complete(mysql_url)
 
 
@@ -78,6 +80,8 @@ def test_redis_cut_for_ten_seconds_mid_crawl_loses_nothing(clean_simulator, mysq
     output, _ = process.communicate(timeout=240)
     assert process.returncode == 0, output[-3000:]
     assert "Redis is unreachable" in output
+    # The outage state behind productcrawler_redis_up went to 1 and back to 0.
+    assert "'productcrawler/redis/outage': 0" in output
     # Failed calls are tried again by the next heartbeat or poll, not in a tight loop.
     errors = re.search(r"'productcrawler/redis/errors': (\d+)", output)
     assert errors is not None and int(errors[1]) < 300, errors

@@ -2,7 +2,8 @@
 
 Replaces Scrapy's command of the same name (COMMANDS_MODULE): a configuration
 error prints one line and exits 2 before anything starts; a crawl that stopped
-for any reason but "finished" or an operator's stop exits 1.
+for any reason but "finished" or an operator's stop exits 1. With
+``LOG_FORMAT=json`` it logs JSON lines (``structured_logging``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from productcrawler import preflight, stat_keys
 from productcrawler.config import ConfigError
+from productcrawler.structured_logging import JsonLogging, json_requested
 
 if TYPE_CHECKING:
     import argparse
@@ -25,6 +27,19 @@ _CLEAN_REASONS = ("finished", "shutdown")
 
 
 class Command(ScrapyCrawlCommand):
+    json_logging: JsonLogging | None = None
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        assert self.settings is not None
+        # Here, before Scrapy sets up logging (the process is created after this).
+        try:
+            if json_requested(self.settings):
+                self.json_logging = JsonLogging.install(self.settings)
+        except ConfigError as error:
+            print(f"productcrawler: configuration error: {error}", file=sys.stderr)
+            sys.exit(2)
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or args[0] != "products":
             super().run(args, opts)
@@ -37,6 +52,8 @@ class Command(ScrapyCrawlCommand):
             return
         assert self.crawler_process is not None
         crawler = self._create_crawler(args[0])
+        if self.json_logging is not None:
+            self.json_logging.attach(crawler)
         task = self.crawler_process.crawl(crawler, **opts.spargs)
         task.add_done_callback(self._report_config_error)
         self.crawler_process.start()

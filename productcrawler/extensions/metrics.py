@@ -1,13 +1,18 @@
 """An optional Prometheus endpoint per crawl process, off unless METRICS_PORT is set.
 
-The values are read from the crawl stats when Prometheus scrapes, by a
-collector registered in a registry of this crawler's own: nothing is counted
-twice and nothing runs per request. prometheus-client serves ``/metrics`` from
-a daemon thread of its own, which never touches the reactor.
+Counts are read from the crawl stats when Prometheus scrapes, by a collector
+registered in a registry of this crawler's own, and so are the gauges (requests
+in flight and waiting for a rate-limit slot, database and Redis state, the
+pass): nothing is counted twice and nothing runs per request for them. The
+only per-request work is the latency histogram (``instruments.py``, observed
+by ``middlewares/request_timing.py``). prometheus-client serves ``/metrics``
+from a daemon thread of its own, which never touches the reactor.
 
 ``METRICS_PORT=0`` picks a free port; the log line ``Prometheus metrics at
 http://ADDRESS:PORT/metrics`` gives the real one. ``METRICS_ADDRESS`` (default
 127.0.0.1) is the address to listen on; ``0.0.0.0`` in a container.
+``METRICS_LINGER`` keeps the endpoint up that many seconds after the spider
+closes (default 0), so that Prometheus scrapes a short job's final values.
 """
 
 from __future__ import annotations
@@ -19,9 +24,12 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+from twisted.internet.task import deferLater
 
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.instruments import instruments_for
+from productcrawler.middlewares.ratelimit import RateLimitMiddleware
 from productcrawler.middlewares.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
 
 if TYPE_CHECKING:
@@ -30,6 +38,7 @@ if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from prometheus_client.metrics_core import Metric
+    from twisted.internet.defer import Deferred
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
@@ -44,20 +53,24 @@ RETRY_REASON_PREFIX = "retry/reason_count/"
 class CrawlStatsCollector:
     """Builds the metric families from a snapshot of the crawl stats at scrape time."""
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, config: CrawlConfig) -> None:
         self.crawler = crawler
         self.stats: StatsCollector = crawler.stats
+        self.config = config
+        self._rate_limit: RateLimitMiddleware | None = None
 
     def describe(self) -> list[Metric]:
         # Names only, so that the registry never calls collect() at registration.
-        return list(self._families({}, None))
+        return [*self._families({}, None), *self._state_families({}, None)]
 
     def collect(self) -> Iterator[Metric]:
         # Runs on the metrics server's thread while the reactor thread updates
         # the stats: dict() copies the dict in one step under the GIL, so the
         # loops below never see it change size.
         snapshot = dict(self.stats.get_stats())
-        yield from self._families(snapshot, getattr(self.crawler.spider, "ledger", None))
+        ledger = getattr(self.crawler.spider, "ledger", None)
+        yield from self._families(snapshot, ledger)
+        yield from self._state_families(snapshot, ledger)
 
     def _families(self, stats: dict[str, object], ledger: Any) -> Iterator[Metric]:
         def number(key: str) -> float:
@@ -109,13 +122,90 @@ class CrawlStatsCollector:
         total_family.add_metric([], total)
         yield total_family
 
+    def _state_families(self, stats: dict[str, object], ledger: Any) -> Iterator[Metric]:
+        """What the crawl is doing now, the database and Redis, and which pass this is."""
+
+        def gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+            family = GaugeMetricFamily(f"{NAMESPACE}_{name}", documentation)
+            family.add_metric([], value)
+            return family
+
+        def count(key: str) -> float:
+            value = stats.get(key, 0)
+            return float(value) if isinstance(value, (int, float)) else 0.0
+
+        yield gauge("requests_in_flight", "Requests sent to the API and not answered yet.",
+                    self._in_flight())
+        yield gauge("requests_waiting_for_slot", "Requests waiting for a rate-limit slot.",
+                    float(getattr(self._rate_limiter(), "waiting", 0)))
+        yield gauge("ratelimit_cap_requests_per_second",
+                    "MAX_REQUESTS_PER_SECOND: the cap shared by every instance of the pass.",
+                    self.config.max_requests_per_second)
+
+        rows = CounterMetricFamily(f"{NAMESPACE}_database_rows_written", "Rows committed, by table.",
+                                   labels=["table"])
+        rows.add_metric(["products"], count(stat_keys.STORED))
+        rows.add_metric(["crawl_failures"], count(stat_keys.MISSING) + count(stat_keys.FAILED))
+        yield rows
+        errors = CounterMetricFamily(f"{NAMESPACE}_database_write_errors",
+                                     "Batch writes that failed (and were retried).")
+        errors.add_metric([], count(stat_keys.DB_WRITE_ERRORS))
+        yield errors
+        yield gauge("database_up", "0 while the database is unreachable (writes held and retried), else 1.",
+                    1.0 - count(stat_keys.DB_OUTAGE))
+        if self.config.redis_url is not None:
+            redis_errors = CounterMetricFamily(f"{NAMESPACE}_redis_errors",
+                                               "Calls of the shared scheduler to Redis that failed.")
+            redis_errors.add_metric([], count(stat_keys.REDIS_ERRORS))
+            yield redis_errors
+            yield gauge("redis_up", "0 while Redis is unreachable (calls retried), else 1.",
+                        1.0 - count(stat_keys.REDIS_OUTAGE))
+
+        info = GaugeMetricFamily(f"{NAMESPACE}_pass_info", "The pass this instance works on (value 1).",
+                                 labels=["pass_id"])
+        pass_id = getattr(ledger, "pass_id", None)
+        if pass_id is not None:
+            info.add_metric([str(pass_id)], 1.0)
+        yield info
+        yield gauge("pass_start_time_seconds", "When the pass began, in Unix seconds (0 before it opens).",
+                    float(getattr(ledger, "started_at", None) or 0.0))
+
+    def _downloader(self) -> Any:
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # not set before the crawl starts
+            return None
+        return getattr(engine, "downloader", None)
+
+    def _in_flight(self) -> float:
+        """Requests in the download slots' hands (Scrapy's own record of what is on the wire)."""
+        downloader = self._downloader()
+        if downloader is None:
+            return 0.0
+        return float(sum(len(slot.transferring) for slot in list(downloader.slots.values())))
+
+    def _rate_limiter(self) -> RateLimitMiddleware | None:
+        """The rate-limit middleware, whose ``waiting`` is the only thing read from it."""
+        if self._rate_limit is None:
+            middleware = getattr(self._downloader(), "middleware", None)
+            for component in getattr(middleware, "middlewares", ()):
+                if isinstance(component, RateLimitMiddleware):
+                    self._rate_limit = component
+        return self._rate_limit
+
 
 class PrometheusMetrics:
-    def __init__(self, crawler: Crawler, port: int, address: str) -> None:
+    def __init__(self, crawler: Crawler, config: CrawlConfig, port: int, address: str) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(CrawlStatsCollector(crawler))
+        self.registry.register(CrawlStatsCollector(crawler, config))
+        instruments = instruments_for(crawler)
+        self.registry.register(instruments.request_duration)
+        self.registry.register(instruments.database_batch_duration)
+        if config.redis_url is not None:
+            self.registry.register(instruments.redis_call_duration)
+        self.linger = config.metrics_linger
         self.port = port
         self.address = address
         self._server: WSGIServer | None = None
@@ -126,7 +216,7 @@ class PrometheusMetrics:
         config = CrawlConfig.from_settings(crawler.settings)
         if config.metrics_port is None:
             raise NotConfigured
-        extension = cls(crawler, config.metrics_port, config.metrics_address)
+        extension = cls(crawler, config, config.metrics_port, config.metrics_address)
         # Started here, not at spider_opened: a port that is taken must stop
         # the crawl before it starts, not be logged and ignored by a signal.
         extension.start()
@@ -157,5 +247,13 @@ class PrometheusMetrics:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def spider_closed(self) -> None:
+    def spider_closed(self) -> Deferred[None] | None:
+        if self.linger > 0 and self._server is not None:
+            from twisted.internet import reactor  # the installed one, once the crawl runs
+
+            # Scrapy waits for this Deferred (the reactor does not: the other
+            # spider_closed handlers run meanwhile) before the process exits.
+            logger.info("Serving the final metrics for %g s more (METRICS_LINGER)", self.linger)
+            return deferLater(reactor, self.linger, self.stop)
         self.stop()
+        return None

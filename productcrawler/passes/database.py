@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import timezone
 from typing import TYPE_CHECKING
 
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -45,6 +46,17 @@ class DatabaseLedger:
     @property
     def total(self) -> int:
         return self.end_id - self.start_id + 1
+
+    @property
+    def pass_id(self) -> int | None:
+        return None if self.pass_info is None else self.pass_info.pass_id
+
+    @property
+    def started_at(self) -> float | None:
+        """When the pass began, in Unix seconds (the column is naive UTC)."""
+        if self.pass_info is None:
+            return None
+        return self.pass_info.started_at.replace(tzinfo=timezone.utc).timestamp()
 
     def done(self, this_run: int) -> int:
         """Ids of the pass with an outcome, given this run's count (one process: no one else writes)."""

@@ -287,6 +287,11 @@ class RedisPass:
         self.last_done_count = int(self.client.get(self._key("done_count")) or 0)
         return self.last_done_count
 
+    def started_at(self) -> float | None:
+        """When the current pass began, in Unix seconds by the Redis server's clock."""
+        raw = self.client.hget(self.pass_key, "started_at")
+        return None if raw is None else float(raw)
+
     def state(self) -> PassState | None:
         """The current pass as Redis has it (None when there is none)."""
         fields = {k.decode(): v.decode() for k, v in self.client.hgetall(self.pass_key).items()}

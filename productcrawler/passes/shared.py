@@ -20,10 +20,16 @@ class SharedLedger:
         self.redis_pass = redis_pass
         self.total = config.total_ids
         self.done_at_start = 0
+        self.started_at: float | None = None  # Unix seconds, by the Redis server's clock
 
     async def open(self, *, fresh: bool) -> None:
         # The scheduler opened (or joined) the pass already: it needs it first.
         self.done_at_start = await maybe_deferred_to_future(deferToThread(self.redis_pass.done_count))
+        self.started_at = await maybe_deferred_to_future(deferToThread(self.redis_pass.started_at))
+
+    @property
+    def pass_id(self) -> int | None:
+        return self.redis_pass.pass_id
 
     def done(self, this_run: int) -> int:
         """Ids of the pass with an outcome, by every instance: Redis's count as of this

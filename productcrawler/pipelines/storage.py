@@ -9,6 +9,7 @@ piling items up in memory.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
@@ -18,6 +19,7 @@ from twisted.internet.task import LoopingCall, deferLater
 
 from productcrawler import signals, stat_keys
 from productcrawler.config import CrawlConfig
+from productcrawler.instruments import instruments_for
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
 from productcrawler.storage import database_for
 from productcrawler.storage.database import ensure_schema, utcnow, write_batch
@@ -62,6 +64,7 @@ class StoragePipeline:
         self._pending: list[_Pending] = []
         self._writer: Deferred[None] | None = None
         self._timer = LoopingCall(self._flush)
+        self._batch_duration = instruments_for(crawler).database_batch_duration
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
@@ -115,6 +118,7 @@ class StoragePipeline:
         delay = _RETRY_DELAY_MIN
         while self._pending:
             batch, self._pending = self._pending[: self.batch_size], self._pending[self.batch_size:]
+            started = time.monotonic()
             try:
                 await self._write(batch)
             except Exception as error:  # noqa: BLE001 - classified below
@@ -125,6 +129,7 @@ class StoragePipeline:
                 now = reactor.seconds()  # type: ignore[attr-defined]
                 if outage_started is None:
                     outage_started = now
+                    self.stats.set_value(stat_keys.DB_OUTAGE, 1)
                     logger.warning("Cannot write to the database (%s); holding %d outcomes and "
                                    "retrying for up to %.0f s", error, len(self._pending), self.outage_max)
                 self.stats.inc_value(stat_keys.DB_WRITE_ERRORS)
@@ -133,7 +138,9 @@ class StoragePipeline:
                 await maybe_deferred_to_future(deferLater(reactor, delay, lambda: None))
                 delay = min(delay * 2, _RETRY_DELAY_MAX)
                 continue
+            self._batch_duration.observe(time.monotonic() - started)
             if outage_started is not None:
+                self.stats.set_value(stat_keys.DB_OUTAGE, 0)
                 logger.info("The database is reachable again after %.1f s; writing resumes",
                             reactor.seconds() - outage_started)  # type: ignore[attr-defined]
                 outage_started, delay = None, _RETRY_DELAY_MIN

@@ -40,6 +40,7 @@ from twisted.internet.threads import deferToThread
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
 from productcrawler.config import CrawlConfig
+from productcrawler.instruments import instruments_for
 from productcrawler.passes import redis_pass_for
 from productcrawler.passes.redis_pass import Entry
 from productcrawler.schedulers.local import RETRY_DELAY
@@ -144,6 +145,7 @@ class RedisScheduler(ScrapyRedisScheduler):
         self._poll = LoopingCall(self._poll_queue)
         self._last_beat = (time.time(), 0)
         self._redis_down_logged = False
+        self._call_duration = instruments_for(crawler).redis_call_duration
         crawler.signals.connect(self._committed, signal=our_signals.outcomes_committed)
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
 
@@ -204,7 +206,12 @@ class RedisScheduler(ScrapyRedisScheduler):
             self.redis_pass.expire_finished()
 
     def _in_thread(self, function: Callable[..., Any], *args: Any) -> Deferred[Any]:
-        return self._redis.run(deferToThread, function, *args)
+        return self._redis.run(deferToThread, self._timed, function, *args)
+
+    def _timed(self, function: Callable[..., Any], *args: Any) -> Any:
+        """In the thread: the call's own time, not its wait for the lock."""
+        with self._call_duration.time():
+            return function(*args)
 
     def _call(self, kind: str, function: Callable[..., Any], *args: Any, done: Callable[[Any], None],
               failed: Callable[[Failure], None] | None = None, then: Callable[[], None] | None = None) -> None:
@@ -448,9 +455,11 @@ class RedisScheduler(ScrapyRedisScheduler):
         if not self._redis_down_logged:
             logger.warning("Redis is unreachable (%s); retrying, nothing is lost meanwhile", failure.value)
             self._redis_down_logged = True
-        self.stats.inc_value(f"{stat_keys.PREFIX}/redis/errors")
+            self.stats.set_value(stat_keys.REDIS_OUTAGE, 1)
+        self.stats.inc_value(stat_keys.REDIS_ERRORS)
 
     def _redis_back(self) -> None:
         if self._redis_down_logged:
             logger.info("Redis is reachable again")
             self._redis_down_logged = False
+            self.stats.set_value(stat_keys.REDIS_OUTAGE, 0)

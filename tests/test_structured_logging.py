@@ -1,0 +1,72 @@
+"""LOG_FORMAT=json: every line of a real crawl's log is one JSON object with the structured fields."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from tests.conftest import crawl_env, run_crawl
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from productcrawler.simulator.process import SimulatorProcess
+
+END = 40
+
+
+def _crawl(simulator: SimulatorProcess, tmp_path: Path, *, settings: dict[str, Any] | None = None,
+           **env: str) -> Any:
+    environment = crawl_env(API_BASE_URL=simulator.base_url,
+                            DATABASE_URL=f"sqlite:///{tmp_path / 'products.db'}", **env)
+    return run_crawl("-a", "start_id=1", "-a", f"end_id={END}", env=environment,
+                     settings={"RETRY_BACKOFF_BASE": 0.1, "RETRY_BACKOFF_MAX": 0.2, **(settings or {})})
+
+
+def test_json_lines_carry_time_level_logger_message_and_the_request_fields(
+        clean_simulator: SimulatorProcess, tmp_path: Path) -> None:
+    clean_simulator.set_faults(["503=7"])
+    result = _crawl(clean_simulator, tmp_path, settings={"LOG_LEVEL": "DEBUG"}, LOG_FORMAT="json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stderr.splitlines()
+    records = [json.loads(line) for line in lines]  # every line is JSON
+    assert len(records) > END
+    for record in records:
+        assert isinstance(record, dict)
+        assert {"time", "level", "logger", "message"} <= set(record), record
+        assert datetime.fromisoformat(record["time"]).utcoffset().total_seconds() == 0
+        assert "spider" not in record and "crawler" not in record
+    # The 503 of product 7, then its retry: product id, attempt, status and elapsed time.
+    [held] = [r for r in records if r["message"].startswith("Retry 1 of") and r.get("product_id") == 7]
+    [crawled] = [r for r in records if r["logger"] == "scrapy.core.engine" and r.get("product_id") == 7]
+    assert [(r["attempt"], r["status"]) for r in (held, crawled)] == [(1, 503), (2, 200)]
+    assert all(0 < r["elapsed"] < 30 for r in (held, crawled))
+    # Once the pass is open every line names it and the instance.
+    [started] = [r for r in records if r["message"].startswith("Starting pass")]
+    [finished] = [r for r in records if r["message"].startswith("Finished (finished)")]
+    assert finished["pass_id"] == started["pass_id"] == int(started["message"].split()[2])
+    assert finished["instance"] and finished["level"] == "INFO"
+    assert all("pass_id" in r for r in records[records.index(started):])
+
+
+def test_default_log_stays_human_and_a_log_file_gets_json(clean_simulator: SimulatorProcess,
+                                                          tmp_path: Path) -> None:
+    human = _crawl(clean_simulator, tmp_path)
+    assert human.returncode == 0, human.stderr[-3000:]
+    assert "] INFO: Finished (finished)" in human.stderr
+    assert not [line for line in human.stderr.splitlines() if line.startswith("{\"time\"")]
+
+    log_file = tmp_path / "crawl.log"
+    to_file = _crawl(clean_simulator, tmp_path, settings={"LOG_FILE": log_file, "LOG_FORMAT": "json"})
+    assert to_file.returncode == 0, to_file.stderr[-3000:]
+    records = [json.loads(line) for line in log_file.read_text().splitlines()]
+    assert any(r["message"].startswith("Finished (finished)") for r in records)
+
+
+def test_an_unknown_log_format_is_a_configuration_error(clean_simulator: SimulatorProcess,
+                                                        tmp_path: Path) -> None:
+    result = _crawl(clean_simulator, tmp_path, LOG_FORMAT="xml")
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("productcrawler: configuration error: LOG_FORMAT='xml' is not a log "
+                                     "format; expected 'json' or 'human'")

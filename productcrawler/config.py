@@ -162,6 +162,30 @@ def _redis_url(raw: Any) -> str | None:
     return url
 
 
+def max_retries(settings: BaseSettings) -> int:
+    """Retries per id: ``MAX_RETRIES``, or Scrapy's ``RETRY_TIMES`` where a user gave it.
+
+    Both name the same thing, so they follow Scrapy's settings priorities: the
+    one given at the higher priority wins (``-s RETRY_TIMES=0`` beats
+    ``MAX_RETRIES`` from the environment or ``settings.py``). Scrapy's own
+    default for ``RETRY_TIMES`` (priority "default") never counts. Given at the
+    same priority with different values they are refused: guessing would
+    silently ignore one of them.
+    """
+    ours, theirs = settings.getpriority("MAX_RETRIES"), settings.getpriority("RETRY_TIMES")
+    given = DEFAULTS["MAX_RETRIES"] if settings.get("MAX_RETRIES") is None else settings.get("MAX_RETRIES")
+    value = _number("MAX_RETRIES", given, int, minimum=0)
+    if not theirs:  # absent, or Scrapy's default
+        return value
+    retry_times = _number("RETRY_TIMES", settings.get("RETRY_TIMES"), int, minimum=0)
+    if ours is None or theirs > ours:
+        return retry_times
+    if theirs == ours and retry_times != value:
+        raise ConfigError(f"RETRY_TIMES={settings.get('RETRY_TIMES')!r} and MAX_RETRIES={given!r} "
+                          "disagree; give only one of them (MAX_RETRIES is this project's name)")
+    return value
+
+
 def burst_for_rate(rate: float) -> float:
     """Default bucket capacity: 2 % of a second's worth of tokens, at least 1.
 
@@ -236,7 +260,7 @@ class CrawlConfig:
             end_id=end,
             max_requests_per_second=rate,
             rate_limit_burst=burst,
-            max_retries=_number("MAX_RETRIES", get("MAX_RETRIES"), int, minimum=0),
+            max_retries=max_retries(settings),
             retry_backoff_base=backoff_base,
             retry_backoff_max=backoff_max,
             retry_after_max=_number("RETRY_AFTER_MAX", get("RETRY_AFTER_MAX"), float, minimum=0),

@@ -2,7 +2,9 @@
 
 Replaces Scrapy's command of the same name (COMMANDS_MODULE): a configuration
 error prints one line and exits 2 before anything starts; a crawl that stopped
-for any reason but "finished" or an operator's stop exits 1.
+for any reason but "finished" or an operator's stop exits 1. A feed (``-o``,
+``-O``, ``FEEDS``) of the products crawl exports products only, as stored,
+unless it names its own ``item_classes``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,21 @@ if TYPE_CHECKING:
 _CLEAN_REASONS = ("finished", "shutdown")
 
 
+#: What a feed of the products crawl exports unless it says otherwise: the
+#: outcomes of ids that are not products are in crawl_failures, not in the feed.
+PRODUCT_FEED_ITEMS = ["productcrawler.items.ProductItem"]
+
+
 class Command(ScrapyCrawlCommand):
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        assert self.settings is not None
+        feeds = self.settings.getdict("FEEDS")
+        if args == ["products"] and feeds:
+            for options in feeds.values():
+                options.setdefault("item_classes", PRODUCT_FEED_ITEMS)
+            self.settings.set("FEEDS", feeds, priority=self.settings.getpriority("FEEDS"))
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or args[0] != "products":
             super().run(args, opts)

@@ -1,4 +1,12 @@
-"""The ``products`` spider: every id of the pass, fetched once, ends stored or recorded."""
+"""The ``products`` spider: every id of the pass, fetched once, ends stored or recorded.
+
+The spider decides what each final answer means for its id (the retry
+middleware only retries, as Scrapy's does): its requests ask for every status
+(``handle_httpstatus_all``), so that a 404 is recorded ``missing`` and any
+other non-200, including one whose retries are used up or were turned off, is
+recorded ``failed`` with its status; a download error that reaches the errback
+is recorded ``failed`` with a short reason (``timeout``, ...).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +18,8 @@ from scrapy import Request, Spider, signals
 from productcrawler import stat_keys
 from productcrawler.cleaning import BadResponse, parse_product
 from productcrawler.config import CrawlConfig
-from productcrawler.items import FAILED, FailureItem
-from productcrawler.middlewares.retry import GiveUp
+from productcrawler.items import FAILED, MISSING, FailureItem
+from productcrawler.middlewares.retry import exception_reason, known_reason
 from productcrawler.passes import ledger_for
 from productcrawler.retry_policy import RetryPolicy
 from productcrawler.storage.database import utcnow
@@ -79,32 +87,41 @@ class ProductsSpider(Spider):
             callback=self.parse,
             errback=self.on_error,
             dont_filter=True,
-            meta={"product_id": product_id, "download_timeout": self.config.api_timeout},
+            meta={"product_id": product_id, "download_timeout": self.config.api_timeout,
+                  "handle_httpstatus_all": True},
         )
 
     # Callbacks return lists rather than yield: Scrapy inspects the source of
     # generator callbacks for return values, at a cost on the hot path.
     def parse(self, response: Response) -> list[Any]:
-        product_id = response.meta["product_id"]
+        request = response.request
+        assert request is not None
+        status = response.status
+        if status == 404:
+            return [self.retry_policy.give_up(request, outcome=MISSING, reason="not_found", http_status=404)]
+        if status != 200:
+            # Not retried (RETRY_HTTP_CODES), or retried RETRY_TIMES times already.
+            return [self.retry_policy.give_up(request, reason=f"http_{status}", http_status=status)]
+        product_id = request.meta["product_id"]
         try:
             item, dropped = parse_product(response.body, product_id, utcnow())
         except BadResponse as bad:
             self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
             logger.debug("Product %d: bad response (%s: %s)", product_id, bad.reason, bad.detail)
-            return [self.retry_policy.next_step(response.request, reason=f"bad_response/{bad.reason}",
-                                                http_status=response.status)]
+            return [self.retry_policy.next_step(request, reason=f"bad_response/{bad.reason}",
+                                                http_status=status)]
         for field in dropped:
             self.crawler.stats.inc_value(stat_keys.cleaning_invalid(field))
         return [item]
 
     def on_error(self, failure: Failure) -> list[FailureItem]:
-        if failure.check(GiveUp):
-            return [failure.value.item]
         request = failure.request  # type: ignore[attr-defined]
         error = failure.value
-        reason = f"{type(error).__name__}: {error}".strip().rstrip(":")
-        logger.debug("Product %d failed: %s", request.meta["product_id"], reason)
-        return [FailureItem(request.meta["product_id"], FAILED, None, reason[:255],
+        if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it
+            return [self.retry_policy.give_up(request, reason=exception_reason(error), http_status=None)]
+        detail = f"{type(error).__name__}: {error}".strip().rstrip(":")
+        logger.debug("Product %d failed: %s", request.meta["product_id"], detail)
+        return [FailureItem(request.meta["product_id"], FAILED, None, detail[:255],
                             request.meta.get("retry_times", 0) + 1)]
 
     async def _closed(self, reason: str) -> None:

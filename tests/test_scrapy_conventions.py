@@ -186,3 +186,38 @@ def test_feed_exports_the_stored_products_only(clean_simulator, mysql_url, tmp_p
         assert (item["name"], item["stock"], item["category"], item["brand"], item["sales_count"]) == (
             name, stock, category, brand, sales)
         assert [None if item[k] is None else Decimal(item[k]) for k in ("price", "rating")] == [price, rating]
+
+
+# -- another spider of the project -------------------------------------------------
+
+OTHER_SPIDER = '''
+import scrapy
+
+
+class OtherSpider(scrapy.Spider):
+    name = "other"
+
+    async def start(self):
+        yield scrapy.Request(self.base + "/product/1")
+        yield scrapy.Request(self.base + "/product/10")
+
+    def parse(self, response):
+        yield {"url": response.url, "status": response.status}
+'''
+
+
+def test_another_spider_goes_through_our_components_untouched(clean_simulator, mysql_url, redis_prefix,
+                                                              tmp_path):
+    clean_simulator.set_faults(["503=10@*"])
+    (tmp_path / "other.py").write_text(OTHER_SPIDER)
+    env = crawl_env(API_BASE_URL=clean_simulator.base_url, DATABASE_URL=mysql_url, REDIS_URL=REDIS_URL,
+                    REDIS_KEY_PREFIX=redis_prefix)
+    result = run_scrapy("runspider", str(tmp_path / "other.py"), "-a", f"base={clean_simulator.base_url}",
+                        "-s", "RETRY_TIMES=2", "-s", "RETRY_BACKOFF_BASE=0.05", "-O", str(tmp_path / "out.jsonl"),
+                        env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()] == [
+        {"url": f"{clean_simulator.base_url}/product/1", "status": 200}]
+    assert arrivals_per_id(clean_simulator) == {1: 1, 10: 3}  # retried by the same rules
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products")[0][0] == 0

@@ -11,7 +11,9 @@ from collections import Counter
 from decimal import Decimal
 
 import pytest
+from scrapy.settings import Settings
 
+from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.simulator import catalog
 from tests.conftest import REDIS_URL, crawl_env, mysql_query, run_crawl
 from tests.helpers import dumped_stat, run_scrapy
@@ -221,3 +223,24 @@ def test_another_spider_goes_through_our_components_untouched(clean_simulator, m
         {"url": f"{clean_simulator.base_url}/product/1", "status": 200}]
     assert arrivals_per_id(clean_simulator) == {1: 1, 10: 3}  # retried by the same rules
     assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products")[0][0] == 0
+
+
+# -- DOWNLOAD_TIMEOUT is API_TIMEOUT -------------------------------------------------
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ({"API_TIMEOUT": ("30", "project")}, 30.0),  # Scrapy's default DOWNLOAD_TIMEOUT=180 does not count
+    ({"API_TIMEOUT": ("30", "project"), "DOWNLOAD_TIMEOUT": ("2", "cmdline")}, 2.0),
+    ({"API_TIMEOUT": ("5", "cmdline"), "DOWNLOAD_TIMEOUT": ("60", "project")}, 5.0),
+])
+def test_download_timeout_given_at_the_higher_priority_wins(given, expected):
+    settings = Settings()
+    for name, (value, priority) in given.items():
+        settings.set(name, value, priority=priority)
+    assert CrawlConfig.from_settings(settings).api_timeout == expected
+
+
+def test_download_timeout_and_api_timeout_disagreeing_at_one_priority_are_refused():
+    settings = Settings({"API_TIMEOUT": "30", "DOWNLOAD_TIMEOUT": "5"}, priority="cmdline")
+    with pytest.raises(ConfigError, match="^DOWNLOAD_TIMEOUT='5' and API_TIMEOUT='30' disagree"):
+        CrawlConfig.from_settings(settings)

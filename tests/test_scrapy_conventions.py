@@ -244,3 +244,11 @@ def test_download_timeout_and_api_timeout_disagreeing_at_one_priority_are_refuse
     settings = Settings({"API_TIMEOUT": "30", "DOWNLOAD_TIMEOUT": "5"}, priority="cmdline")
     with pytest.raises(ConfigError, match="^DOWNLOAD_TIMEOUT='5' and API_TIMEOUT='30' disagree"):
         CrawlConfig.from_settings(settings)
+
+
+def test_parse_shows_the_cleaned_product_without_database_or_redis(clean_simulator):
+    result = run_scrapy("parse", "--nolog", "--spider", "products", f"{clean_simulator.base_url}/product/1",
+                        env=standalone_env(clean_simulator))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "'product_id': 1," in result.stdout and "'price': Decimal(" in result.stdout
+    assert "KeyError" not in result.stderr and "Traceback" not in result.stderr

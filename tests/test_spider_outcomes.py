@@ -23,7 +23,7 @@ URL = "http://api.test/v1/product/7"
 
 
 def make_spider(settings: dict[str, Any] | None = None) -> ProductsSpider:
-    crawler = get_crawler(ProductsSpider, settings_dict={"MAX_RETRIES": 2, "DATABASE_URL": "sqlite:////nonexistent/x.db",
+    crawler = get_crawler(ProductsSpider, settings_dict={"MAX_RETRIES": 2, "DATABASE_URL": "sqlite:////nonexistent/x.db", "API_BASE_URL": "http://api.test/v1",
                                                          **(settings or {})})
     crawler.spider = spider = ProductsSpider.from_crawler(crawler)
     crawler.stats.open_spider()
@@ -93,3 +93,18 @@ def test_a_download_error_after_its_retries_is_failed_with_a_short_reason() -> N
 def test_an_unexpected_error_is_failed_with_its_type_and_message() -> None:
     assert make_spider().on_error(failure_of(IgnoreRequest("no token"))) == [
         FailureItem(7, FAILED, None, "IgnoreRequest: no token", 1)]
+
+
+def test_a_request_without_product_id_is_parsed_by_its_url() -> None:
+    spider = make_spider()
+    product = catalog.product(7, 1)
+    response = Response(URL, status=200, body=json.dumps(product).encode(), request=Request(URL))
+    (item,) = spider.parse(response)
+    assert isinstance(item, ProductItem) and item.product_id == 7
+
+
+@pytest.mark.parametrize("url", ["http://api.test/v1/product/", "http://api.test/v1/product/7/x",
+                                 "http://elsewhere.test/v1/product/7", "http://api.test/v1/product/-7"])
+def test_a_url_that_is_not_a_product_is_not_parsed(url: str) -> None:
+    spider = make_spider()
+    assert spider.parse(Response(url, status=200, body=b"{}", request=Request(url))) == []

@@ -1,6 +1,6 @@
 """The project's settings for a command that fetches a URL rather than crawling a pass.
 
-``scrapy fetch`` and ``scrapy shell`` download one URL with the project's
+``scrapy fetch``, ``scrapy shell`` and ``scrapy parse`` download one URL with the project's
 downloader (its middlewares, the aiohttp handler, the rate limit, retries) and
 store nothing: they run without the database (no storage pipeline) and without
 Redis (the local scheduler and rate limit), whatever REDIS_URL and DATABASE_URL say.

@@ -91,11 +91,23 @@ class ProductsSpider(Spider):
                   "handle_httpstatus_all": True},
         )
 
+    def product_id_in(self, url: str) -> int | None:
+        """The id of a product URL of ``API_BASE_URL`` (the inverse of ``product_url``), else None."""
+        prefix = self.config.product_url(0)[:-1]
+        tail = url[len(prefix):] if url.startswith(prefix) else ""
+        return int(tail) if tail.isdigit() else None
+
     # Callbacks return lists rather than yield: Scrapy inspects the source of
     # generator callbacks for return values, at a cost on the hot path.
     def parse(self, response: Response) -> list[Any]:
         request = response.request
         assert request is not None
+        if "product_id" not in request.meta:  # scrapy parse: a request the spider did not build
+            product_id = self.product_id_in(response.url)
+            if product_id is None:
+                logger.warning("Not a product URL of API_BASE_URL, nothing to parse: %s", response.url)
+                return []
+            request = request.replace(meta={**request.meta, "product_id": product_id})
         status = response.status
         if status == 404:
             return [self.retry_policy.give_up(request, outcome=MISSING, reason="not_found", http_status=404)]

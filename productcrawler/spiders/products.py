@@ -11,6 +11,7 @@ is recorded ``failed`` with a short reason (``timeout``, ...).
 from __future__ import annotations
 
 import logging
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
@@ -55,11 +56,15 @@ class ProductsSpider(Spider):
         return spider
 
     config: CrawlConfig
-    retry_policy: RetryPolicy
+
+    @cached_property
+    def retry_policy(self) -> RetryPolicy:
+        # Built on first use, not in from_crawler: crawler.stats exists only
+        # once the crawl starts (start(), or a callback under scrapy parse).
+        return RetryPolicy.from_crawler(self.crawler)
 
     async def start(self) -> AsyncIterator[Request]:
-        # Built here, not in from_crawler: crawler.stats exists only once the crawl starts.
-        self.retry_policy = RetryPolicy.from_crawler(self.crawler)
+        self.retry_policy  # noqa: B018 - built now, so that a bad retry setting stops the start
         await self.ledger.open(fresh=self.fresh)
         # Scrapy reads start() without pause while the downloader is full, so an
         # eager generator would put the whole range in the scheduler at once (a

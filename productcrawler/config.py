@@ -189,6 +189,40 @@ def _redis_url(raw: Any) -> str | None:
     return url
 
 
+def max_retries(settings: BaseSettings) -> int:
+    """Retries per id: ``MAX_RETRIES``, or Scrapy's ``RETRY_TIMES`` where a user gave it."""
+    return _aliased(settings, "MAX_RETRIES", "RETRY_TIMES", int, minimum=0)
+
+
+def api_timeout(settings: BaseSettings) -> float:
+    """Seconds per request: ``API_TIMEOUT``, or Scrapy's ``DOWNLOAD_TIMEOUT`` where a user gave it."""
+    return _aliased(settings, "API_TIMEOUT", "DOWNLOAD_TIMEOUT", float, above=0)
+
+
+def _aliased(settings: BaseSettings, ours: str, scrapys: str, kind: Callable[[Any], Any],
+             **bounds: float) -> Any:
+    """The value of a contract setting that has a Scrapy setting of the same meaning.
+
+    Both follow Scrapy's settings priorities: the one given at the higher
+    priority wins (``-s RETRY_TIMES=0`` beats ``MAX_RETRIES`` from the
+    environment or ``settings.py``). Scrapy's own default (priority "default")
+    never counts. Given at the same priority with different values they are
+    refused: guessing would silently ignore one of them.
+    """
+    our_priority, their_priority = settings.getpriority(ours), settings.getpriority(scrapys)
+    given = DEFAULTS[ours] if settings.get(ours) is None else settings.get(ours)
+    value = _number(ours, given, kind, **bounds)
+    if not their_priority:  # absent, or Scrapy's default
+        return value
+    theirs = _number(scrapys, settings.get(scrapys), kind, **bounds)
+    if our_priority is None or their_priority > our_priority:
+        return theirs
+    if their_priority == our_priority and theirs != value:
+        raise ConfigError(f"{scrapys}={settings.get(scrapys)!r} and {ours}={given!r} "
+                          f"disagree; give only one of them ({ours} is this project's name)")
+    return value
+
+
 def burst_for_rate(rate: float) -> float:
     """Default bucket capacity: 2 % of a second's worth of tokens, at least 1.
 
@@ -263,12 +297,12 @@ class CrawlConfig:
         return cls(
             api_base_url=_http_url("API_BASE_URL", get("API_BASE_URL")),
             api_key=_text(get("API_KEY")),
-            api_timeout=_number("API_TIMEOUT", get("API_TIMEOUT"), float, above=0),
+            api_timeout=api_timeout(settings),
             start_id=start,
             end_id=end,
             max_requests_per_second=rate,
             rate_limit_burst=burst,
-            max_retries=_number("MAX_RETRIES", get("MAX_RETRIES"), int, minimum=0),
+            max_retries=max_retries(settings),
             retry_backoff_base=backoff_base,
             retry_backoff_max=backoff_max,
             retry_after_max=_number("RETRY_AFTER_MAX", get("RETRY_AFTER_MAX"), float, minimum=0),

@@ -25,6 +25,7 @@ def check(settings: BaseSettings, spider_args: dict[str, Any]) -> CrawlConfig:
     """Validate the contract and reach the database (and Redis); raise ConfigError."""
     config = CrawlConfig.from_settings(settings, start_id=spider_args.get("start_id"),
                                        end_id=spider_args.get("end_id"))
+    refuse_jobdir(settings)
     # Read here too, before the downloader exists: refused while the crawler is
     # built, it would leave the download handler's connections open behind it.
     rate_limit_enabled(settings)
@@ -32,6 +33,14 @@ def check(settings: BaseSettings, spider_args: dict[str, Any]) -> CrawlConfig:
     if config.redis_url is not None:
         _check_redis(config.redis_url)
     return config
+
+
+def refuse_jobdir(settings: BaseSettings) -> None:
+    """Scrapy's JOBDIR would resume requests on top of the pass, which resumes by itself."""
+    jobdir = settings.get("JOBDIR")
+    if jobdir:
+        raise ConfigError(f"JOBDIR={jobdir!r} is not supported: the crawl resumes its own pass "
+                          "(in the database, or in Redis with REDIS_URL); run again without JOBDIR")
 
 
 def _check_database(url: str) -> None:

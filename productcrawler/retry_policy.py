@@ -1,17 +1,23 @@
-"""When to retry a product request, how long to wait first, and when to give up.
+"""When to retry a product request, how long to wait first, and what to record on giving up.
 
-One policy serves two callers: :class:`~productcrawler.middlewares.retry.ApiRetryMiddleware`
-(HTTP statuses and download errors) and the spider (a 200 whose body is not a
-product). Both ask :meth:`RetryPolicy.next_step`, which answers with either
+One policy serves two callers. :class:`~productcrawler.middlewares.retry.ApiRetryMiddleware`
+(Scrapy's retry middleware: HTTP statuses and download errors) asks
+:meth:`RetryPolicy.hold` for the delay of each retry it makes; the spider asks
+:meth:`RetryPolicy.next_step` for a 200 whose body is not a product, and
+:meth:`RetryPolicy.give_up` for the failure to store once an id is finished
+without a product.
 
-* a new request built by Scrapy's ``get_retry_request()`` (so ``retry_times``,
-  ``dont_filter``, the priority adjustment and the ``retry/*`` stats behave as
-  with Scrapy's own retry middleware) that carries ``meta["retry_delay"]``, the
-  seconds the scheduler must hold it before sending it, or
-* the :class:`~productcrawler.items.FailureItem` to store once the retries of
-  that product id are used up.
+A retry is a new request built by Scrapy's ``get_retry_request()`` (so
+``retry_times``, ``dont_filter``, the priority adjustment and the ``retry/*``
+stats behave as with Scrapy's own retry middleware) that carries
+``meta["retry_delay"]``, the seconds the scheduler must hold it before sending
+it. Nothing here sleeps: the delay is data, the scheduler enforces it (and
+counts it, once, in ``productcrawler/retry/delayed*``).
 
-Nothing here sleeps: the delay is data, the scheduler enforces it.
+Scrapy's retry settings are honoured: ``RETRY_ENABLED``, ``RETRY_TIMES`` (see
+:func:`~productcrawler.config.max_retries` for how it meets ``MAX_RETRIES``),
+``RETRY_PRIORITY_ADJUST``, ``RETRY_GIVE_UP_LOG_LEVEL`` and the meta keys
+``max_retry_times``, ``priority_adjust``, ``give_up_log_level``.
 """
 
 from __future__ import annotations
@@ -22,10 +28,9 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from scrapy.downloadermiddlewares.retry import get_retry_request
-from scrapy.exceptions import IgnoreRequest
 
 from productcrawler import stat_keys
-from productcrawler.config import CrawlConfig
+from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.retry_after import parse_retry_after
 
@@ -35,25 +40,11 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
 
 RETRY_DELAY_META = "retry_delay"
-
-
-class GiveUp(IgnoreRequest):
-    """A product id is finished without a product; ``item`` records why.
-
-    Raised by the retry middleware; the spider's errback yields
-    ``failure.value.item`` so that the failure is stored like any other item.
-    """
-
-    def __init__(self, item: FailureItem):
-        super().__init__(
-            f"product {item.product_id}: {item.outcome} ({item.reason}) "
-            f"after {item.attempts} attempt(s)"
-        )
-        self.item = item
 
 
 class RetryPolicy:
@@ -68,6 +59,9 @@ class RetryPolicy:
         crawler: Crawler,
         *,
         max_retries: int,
+        enabled: bool = True,
+        give_up_log_level: int = logging.DEBUG,
+        priority_adjust: int = -1,
         backoff_base: float,
         backoff_max: float,
         retry_after_max: float,
@@ -77,6 +71,9 @@ class RetryPolicy:
         self.crawler = crawler
         self.stats = crawler.stats
         self.max_retries = max_retries
+        self.enabled = enabled
+        self.give_up_log_level = give_up_log_level
+        self.priority_adjust = priority_adjust
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.retry_after_max = retry_after_max
@@ -94,9 +91,13 @@ class RetryPolicy:
         clock: Callable[[], float] = time.time,
     ) -> Self:
         config = CrawlConfig.from_settings(crawler.settings)  # raises ConfigError (ValueError)
+        settings = crawler.settings
         return cls(
             crawler,
             max_retries=config.max_retries,
+            enabled=_setting(settings, "RETRY_ENABLED", settings.getbool, "true or false"),
+            give_up_log_level=log_level(settings),
+            priority_adjust=_setting(settings, "RETRY_PRIORITY_ADJUST", settings.getint, "an integer"),
             backoff_base=config.retry_backoff_base,
             backoff_max=config.retry_backoff_max,
             retry_after_max=config.retry_after_max,
@@ -122,31 +123,40 @@ class RetryPolicy:
         ``retry_after`` is the server's ``Retry-After`` in seconds, if any
         (see :meth:`retry_after`).
         """
-        retry_times = request.meta.get("retry_times", 0)
-        max_retry_times = request.meta.get("max_retry_times")
+        meta = request.meta
+        max_retry_times = meta.get("max_retry_times")
+        if max_retry_times is None:
+            max_retry_times = self.max_retries if self.enabled else 0
         new_request = get_retry_request(
             request,
             spider=self._spider(),
             reason=reason,
-            max_retry_times=self.max_retries if max_retry_times is None else max_retry_times,
-            priority_adjust=request.meta.get("priority_adjust"),
+            max_retry_times=max_retry_times,
+            priority_adjust=meta.get("priority_adjust", self.priority_adjust),
             logger=logger,
-            give_up_log_level=request.meta.get("give_up_log_level", logging.DEBUG),
+            give_up_log_level=meta.get("give_up_log_level", self.give_up_log_level),
         )
         if new_request is None:
             return self.give_up(request, reason=reason, http_status=http_status)
-        delay = self.delay(retry_times, retry_after)
-        new_request.meta[RETRY_DELAY_META] = delay
-        if delay > 0:
-            self.stats.inc_value(stat_keys.RETRY_DELAYED)
-            self.stats.inc_value(stat_keys.RETRY_DELAY_SECONDS, delay)
+        return self.hold(new_request, reason=reason, retry_after=retry_after, http_status=http_status)
+
+    def hold(self, retry: Request, *, reason: str, retry_after: float | None = None,
+             http_status: int | None = None) -> Request:
+        """Set how long the scheduler holds ``retry`` (built by ``get_retry_request``) before sending it.
+
+        The scheduler counts the delay in the ``productcrawler/retry/delayed*``
+        stats when it holds the request, so they are not counted here.
+        """
+        retry_times = retry.meta["retry_times"]
+        delay = self.delay(retry_times - 1, retry_after)
+        retry.meta[RETRY_DELAY_META] = delay
         logger.debug(
             "Retry %(retry_times)d of %(request)s (%(reason)s) held for %(delay).3fs",
             # status: not in the message, a field of LOG_FORMAT=json lines.
-            {"retry_times": retry_times + 1, "request": request, "reason": reason, "delay": delay,
+            {"retry_times": retry_times, "request": retry, "reason": reason, "delay": delay,
              "status": http_status},
         )
-        return new_request
+        return retry
 
     def give_up(
         self,
@@ -156,7 +166,7 @@ class RetryPolicy:
         http_status: int | None,
         outcome: str = FAILED,
     ) -> FailureItem:
-        """The failure to store for the product id of ``request``, not retried."""
+        """The failure to store for the product id of ``request`` (a request the spider built)."""
         if outcome not in (FAILED, MISSING):
             raise ValueError(f"outcome={outcome!r} is neither {FAILED!r} nor {MISSING!r}")
         item = FailureItem(
@@ -244,3 +254,22 @@ class RetryPolicy:
         if spider is None:
             raise RuntimeError("RetryPolicy used before the crawler has a spider")
         return spider
+
+
+def log_level(settings: BaseSettings) -> int:
+    """``RETRY_GIVE_UP_LOG_LEVEL`` as a number; a name that is not a level is refused at start."""
+    raw = settings.get("RETRY_GIVE_UP_LOG_LEVEL")
+    level = logging.getLevelName(raw.strip().upper()) if isinstance(raw, str) else raw
+    if isinstance(level, bool) or not isinstance(level, int):
+        raise ConfigError(f"RETRY_GIVE_UP_LOG_LEVEL={raw!r} is not a log level "
+                          "(DEBUG, INFO, WARNING, ERROR, CRITICAL or a number)")
+    return level
+
+
+def _setting(settings: BaseSettings, name: str, getter: Callable[[str], Any], expected: str) -> Any:
+    try:
+        if isinstance(settings.get(name), bool) and expected == "an integer":
+            raise ValueError
+        return getter(name)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}={settings.get(name)!r} is not {expected}") from None

@@ -40,8 +40,8 @@ DOWNLOADER_MIDDLEWARES = {
     # response as raw HTTP text to count bytes (24-40 µs a response).
     "scrapy.downloadermiddlewares.stats.DownloaderStats": None,
     "productcrawler.middlewares.traffic_stats.TrafficStats": 850,
-    # Ours replaces Scrapy's at the same place: it honours Retry-After, backs
-    # off with jitter and records the ids it gives up.
+    # Ours extends Scrapy's at the same place: each retry waits (Retry-After,
+    # or backoff with jitter) in the scheduler. Scrapy's RETRY_* settings apply.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "productcrawler.middlewares.retry.ApiRetryMiddleware": 550,
     "productcrawler.middlewares.auth.ApiKeyMiddleware": 590,
@@ -77,6 +77,13 @@ EXTENSIONS = {
     "scrapy.extensions.telnet.TelnetConsole": None,
     "scrapy.extensions.remote_control.RemoteControl": None,
 }
+
+# Scrapy's retry settings, with this API's defaults (README, "Retries"): every
+# 5xx is worth another try, not only Scrapy's six; 408 and 429 too. A give-up is
+# recorded in crawl_failures and counted, so it is not an ERROR line per id.
+# RETRY_TIMES is MAX_RETRIES (config.max_retries says which wins).
+RETRY_HTTP_CODES = [408, 429, *range(500, 600)]
+RETRY_GIVE_UP_LOG_LEVEL = "DEBUG"
 
 # Local or Redis-backed by REDIS_URL; retries wait there, not in a downloader slot.
 SCHEDULER = "productcrawler.schedulers.PassScheduler"

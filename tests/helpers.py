@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from tests.conftest import ROOT, crawl_command
+from tests.conftest import ROOT, crawl_command, crawl_env
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,3 +30,16 @@ def wait_for(condition: Callable[[], bool], process: subprocess.Popen[str], what
         assert process.poll() is None, f"the crawl ended before {what}"
         assert time.monotonic() < deadline, f"no {what} within {timeout:g} s"
         time.sleep(0.1)
+
+
+def run_scrapy(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
+               cwd: Any = ROOT) -> subprocess.CompletedProcess[str]:
+    """Run any real ``scrapy`` command of the project (``fetch``, ``shell``, ``crawl``) and wait."""
+    return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=cwd, env=env or crawl_env(),
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def dumped_stat(log: str, key: str) -> Any:
+    """The value of ``key`` in the stats Scrapy dumps at the end of a crawl's log (None if absent)."""
+    match = re.search(rf"'{re.escape(key)}': ([^,\n}}]+)", log)
+    return None if match is None else ast.literal_eval(match.group(1))

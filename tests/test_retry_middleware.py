@@ -36,13 +36,13 @@ from twisted.python.failure import Failure
 from twisted.web.client import ResponseFailed
 
 from productcrawler import stat_keys
-from productcrawler.items import FAILED, MISSING, FailureItem
-from productcrawler.middlewares.retry import ApiRetryMiddleware, GiveUp
+from productcrawler import settings as project_settings
+from productcrawler.config import ConfigError
+from productcrawler.middlewares.retry import ApiRetryMiddleware
 from productcrawler.retry_policy import RetryPolicy
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc).timestamp()
 URL = "http://api.test/v1/product/7"
-UNSET = object()
 
 
 class ProductSpider(Spider):
@@ -56,8 +56,13 @@ class FakeRandom(random.Random):
         return b
 
 
+#: The project's values of Scrapy's retry settings (get_crawler does not read settings.py).
+PROJECT = {"RETRY_HTTP_CODES": project_settings.RETRY_HTTP_CODES,
+           "RETRY_GIVE_UP_LOG_LEVEL": project_settings.RETRY_GIVE_UP_LOG_LEVEL}
+
+
 def make_mw(settings: dict[str, Any] | None = None) -> ApiRetryMiddleware:
-    crawler = get_crawler(ProductSpider, settings_dict={"MAX_RETRIES": 2, **(settings or {})})
+    crawler = get_crawler(ProductSpider, settings_dict={"MAX_RETRIES": 2, **PROJECT, **(settings or {})})
     crawler.spider = crawler._create_spider()
     crawler.stats.open_spider()
     policy = RetryPolicy.from_crawler(crawler, rng=FakeRandom(), clock=lambda: NOW)
@@ -76,38 +81,14 @@ def response(status: int, **headers: str) -> Response:
     return Response(URL, status=status, headers={k.replace("_", "-"): v for k, v in headers.items()})
 
 
-def give_up_of(call: Any, *args: Any) -> FailureItem:
-    with pytest.raises(GiveUp) as info:
-        call(*args)
-    return info.value.item
-
-
 # -- statuses ------------------------------------------------------------------
 
 
-def test_200_passes_through() -> None:
-    mw, rsp = make_mw(), response(200)
+@pytest.mark.parametrize("status", [200, 404])
+def test_200_and_404_pass_through_unretried(status: int) -> None:
+    mw, rsp = make_mw(), response(status)
     assert mw.process_response(product_request(), rsp) is rsp
     assert stat(mw, "retry/count") is None
-
-
-def test_404_is_missing_and_not_retried() -> None:
-    mw = make_mw()
-    item = give_up_of(mw.process_response, product_request(), response(404))
-    assert item == FailureItem(product_id=7, outcome=MISSING, http_status=404, reason="not_found",
-                               attempts=1)
-    assert stat(mw, "retry/count") is None
-    assert stat(mw, stat_keys.failed_reason("not_found")) is None
-
-
-def test_404_after_retries_counts_attempts() -> None:
-    item = give_up_of(make_mw().process_response, product_request(retry_times=2), response(404))
-    assert (item.outcome, item.attempts) == (MISSING, 3)
-
-
-def test_give_up_is_an_ignore_request() -> None:
-    with pytest.raises(IgnoreRequest):
-        make_mw().process_response(product_request(), response(404))
 
 
 @pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504, 520, 599])
@@ -122,35 +103,51 @@ def test_retryable_status_is_retried_with_a_delay(status: int) -> None:
     assert new_request.dont_filter is True
     assert new_request.priority == -1
     assert stat(mw, f"retry/reason_count/http_{status}") == 1
-    assert stat(mw, stat_keys.RETRY_DELAYED) == 1
+    # The scheduler counts the delay when it holds the request: once.
+    assert stat(mw, stat_keys.RETRY_DELAYED) is None
 
 
 @pytest.mark.parametrize("status", [408, 429, 500, 503])
-def test_retryable_status_gives_up_when_exhausted(status: int) -> None:
+def test_exhausted_retries_return_the_last_response_as_scrapy_does(status: int) -> None:
     mw, request = make_mw({"MAX_RETRIES": 2}), product_request()
     for _ in range(2):
         request = mw.process_response(request, response(status))
         assert isinstance(request, Request)
-    item = give_up_of(mw.process_response, request, response(status))
-    assert item == FailureItem(product_id=7, outcome=FAILED, http_status=status,
-                               reason=f"http_{status}", attempts=3)
-    assert stat(mw, stat_keys.failed_reason(f"http_{status}")) == 1
+    last = response(status)
+    assert mw.process_response(request, last) is last
     assert stat(mw, "retry/max_reached") == 1
-
-
-def test_max_retries_zero_gives_up_at_once() -> None:
-    item = give_up_of(make_mw({"MAX_RETRIES": 0}).process_response, product_request(), response(503))
-    assert (item.outcome, item.reason, item.attempts) == (FAILED, "http_503", 1)
+    assert stat(mw, "retry/count") == 2
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 410, 422, 204, 301, 302, 304])
-def test_permanent_status_fails_at_once(status: int) -> None:
-    mw = make_mw()
-    item = give_up_of(mw.process_response, product_request(), response(status))
-    assert item == FailureItem(product_id=7, outcome=FAILED, http_status=status,
-                               reason=f"http_{status}", attempts=1)
+def test_status_not_in_retry_http_codes_passes_through(status: int) -> None:
+    mw, rsp = make_mw(), response(status)
+    assert mw.process_response(product_request(), rsp) is rsp
     assert stat(mw, "retry/count") is None
-    assert stat(mw, stat_keys.failed_reason(f"http_{status}")) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "retried"),
+    [
+        ("[]", set()),
+        ("", set()),
+        ([], set()),
+        ("[503]", {503}),
+        ("503,429", {503, 429}),
+        ([500], {500}),
+    ],
+)
+def test_retry_http_codes_decides_what_is_retried(value: Any, retried: set[int]) -> None:
+    mw = make_mw({"RETRY_HTTP_CODES": value})
+    for status in (429, 500, 503):
+        result = mw.process_response(product_request(), response(status))
+        assert isinstance(result, Request) == (status in retried), status
+
+
+@pytest.mark.parametrize("value", ["[abc]", "five", ["x"], "[700]", "[true]"])
+def test_invalid_retry_http_codes_is_refused_with_its_name(value: Any) -> None:
+    with pytest.raises(ConfigError, match=r"^RETRY_HTTP_CODES=.* is not a list of HTTP statuses"):
+        make_mw({"RETRY_HTTP_CODES": value})
 
 
 @pytest.mark.parametrize("status", [429, 503])
@@ -160,7 +157,6 @@ def test_retry_after_seconds_is_honoured(status: int) -> None:
     assert isinstance(new_request, Request)
     assert new_request.meta["retry_delay"] == 30.0
     assert stat(mw, stat_keys.RETRY_AFTER_HONOURED) == 1
-    assert stat(mw, stat_keys.RETRY_DELAY_SECONDS) == 30.0
 
 
 def test_retry_after_date_is_honoured() -> None:
@@ -198,9 +194,8 @@ def test_retry_after_is_ignored_on_other_statuses() -> None:
 
 
 def test_exhausted_retry_after_is_not_honoured() -> None:
-    mw = make_mw({"MAX_RETRIES": 0})
-    item = give_up_of(mw.process_response, product_request(), response(429, Retry_After="10"))
-    assert (item.http_status, item.reason) == (429, "http_429")
+    mw, rsp = make_mw({"MAX_RETRIES": 0}), response(429, Retry_After="10")
+    assert mw.process_response(product_request(), rsp) is rsp
     assert stat(mw, stat_keys.RETRY_AFTER_HONOURED) is None
 
 
@@ -247,7 +242,8 @@ EXCEPTIONS = [
 
 @pytest.mark.parametrize(("exception", "reason"), EXCEPTIONS,
                          ids=[f"{type(e).__name__}-{r}" for e, r in EXCEPTIONS])
-def test_download_error_is_retried_then_fails(exception: Exception, reason: str) -> None:
+def test_download_error_is_retried_under_a_short_reason_then_passed_on(exception: Exception,
+                                                                       reason: str) -> None:
     mw, request = make_mw({"MAX_RETRIES": 2, "RETRY_BACKOFF_BASE": 1}), product_request()
     for expected_retry_times in (1, 2):
         request = mw.process_exception(request, exception)
@@ -255,11 +251,9 @@ def test_download_error_is_retried_then_fails(exception: Exception, reason: str)
         assert request.meta["retry_times"] == expected_retry_times
         assert request.meta["retry_delay"] == 2.0 ** (expected_retry_times - 1)
         assert request.dont_filter is True
-    item = give_up_of(mw.process_exception, request, exception)
-    assert item == FailureItem(product_id=7, outcome=FAILED, http_status=None, reason=reason,
-                               attempts=3)
+    assert mw.process_exception(request, exception) is None  # to the errback, as with Scrapy's
     assert stat(mw, f"retry/reason_count/{reason}") == 2
-    assert stat(mw, stat_keys.failed_reason(reason)) == 1
+    assert stat(mw, "retry/max_reached") == 1
 
 
 @pytest.mark.parametrize("exception", [ValueError("bug"), KeyError("price"), IgnoreRequest()])
@@ -281,21 +275,42 @@ def test_retry_exceptions_setting_is_used() -> None:
     assert stat(mw, "retry/reason_count/value_error") == 1
 
 
+# -- a request the spider did not build ------------------------------------------
+
+
+def test_a_request_without_product_id_is_retried_like_any_other() -> None:
+    mw = make_mw({"MAX_RETRIES": 1})
+    request = Request("http://elsewhere.test/page")  # scrapy fetch, scrapy shell, another spider
+    retry = mw.process_response(request, response(503))
+    assert isinstance(retry, Request)
+    assert "product_id" not in retry.meta
+    last = response(503)
+    assert mw.process_response(retry, last) is last
+    assert mw.process_exception(request, DownloadTimeoutError()).meta["retry_times"] == 1
+    ok = response(200)
+    assert mw.process_response(request, ok) is ok
+
+
 # -- logging, wiring, settings ---------------------------------------------------
 
 
-def test_no_log_above_debug_for_retries_and_give_ups(caplog: pytest.LogCaptureFixture) -> None:
+def test_project_give_up_log_level_is_debug(caplog: pytest.LogCaptureFixture) -> None:
     mw = make_mw({"MAX_RETRIES": 1})
     caplog.set_level(logging.DEBUG)
     request = mw.process_exception(product_request(), DownloadTimeoutError())
-    with pytest.raises(GiveUp):
-        mw.process_exception(request, DownloadTimeoutError())
-    with pytest.raises(GiveUp):
-        mw.process_response(product_request(), response(404))
-    with pytest.raises(GiveUp):
-        mw.process_response(product_request(), response(403))
-    assert caplog.records
+    assert mw.process_exception(request, DownloadTimeoutError()) is None
+    assert mw.process_response(product_request(max_retry_times=0), response(503)).status == 503
+    assert any(r.getMessage().startswith("Gave up retrying") for r in caplog.records)
     assert all(r.levelno == logging.DEBUG for r in caplog.records)
+
+
+@pytest.mark.parametrize("level", ["WARNING", logging.WARNING])
+def test_give_up_log_level_setting_is_honoured(caplog: pytest.LogCaptureFixture, level: Any) -> None:
+    mw = make_mw({"MAX_RETRIES": 0, "RETRY_GIVE_UP_LOG_LEVEL": level})
+    caplog.set_level(logging.DEBUG)
+    mw.process_response(product_request(), response(503))
+    assert ("scrapy.downloadermiddlewares.retry", logging.WARNING,
+            f"Gave up retrying {product_request()} (failed 1 times): http_503") in caplog.record_tuples
 
 
 def test_from_crawler_and_manager_wiring() -> None:
@@ -328,10 +343,12 @@ def test_retry_enabled_false_disables() -> None:
     [
         ("MAX_RETRIES", "-1"),
         ("MAX_RETRIES", "lots"),
+        ("RETRY_TIMES", "lots"),
         ("RETRY_BACKOFF_BASE", "-0.5"),
         ("RETRY_BACKOFF_MAX", "soon"),
         ("RETRY_AFTER_MAX", "-1"),
         ("RETRY_PRIORITY_ADJUST", "low"),
+        ("RETRY_GIVE_UP_LOG_LEVEL", "LOUD"),
     ],
 )
 def test_invalid_settings_raise_value_error(name: str, value: str) -> None:
@@ -340,9 +357,13 @@ def test_invalid_settings_raise_value_error(name: str, value: str) -> None:
         ApiRetryMiddleware.from_crawler(crawler)
 
 
-@pytest.mark.parametrize("value", [UNSET, "0", "5"])
-def test_valid_max_retries(value: Any) -> None:
-    settings = {} if value is UNSET else {"MAX_RETRIES": value}
+@pytest.mark.parametrize(("settings", "expected"), [
+    ({}, 3),
+    ({"MAX_RETRIES": "0"}, 0),
+    ({"MAX_RETRIES": "5"}, 5),
+    ({"RETRY_TIMES": "1"}, 1),
+])
+def test_valid_retry_counts(settings: dict[str, Any], expected: int) -> None:
     crawler = get_crawler(ProductSpider, settings_dict=settings)
     mw = ApiRetryMiddleware.from_crawler(crawler)
-    assert mw.max_retry_times == mw.policy.max_retries == (3 if value is UNSET else int(value))
+    assert mw.max_retry_times == mw.policy.max_retries == expected

@@ -12,7 +12,8 @@ from scrapy.utils.test import get_crawler
 
 from productcrawler import stat_keys
 from productcrawler.items import FAILED, MISSING, FailureItem
-from productcrawler.retry_policy import GiveUp, RetryPolicy
+from productcrawler.config import ConfigError
+from productcrawler.retry_policy import RetryPolicy
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc).timestamp()
 URL = "http://api.test/v1/product/7"
@@ -66,8 +67,8 @@ def test_retry_after_wins_over_backoff() -> None:
     assert step.meta["retry_delay"] == 7.0
     assert rng.calls == []
     assert stat(policy, stat_keys.RETRY_AFTER_HONOURED) == 1
-    assert stat(policy, stat_keys.RETRY_DELAYED) == 1
-    assert stat(policy, stat_keys.RETRY_DELAY_SECONDS) == 7.0
+    # Counted by the scheduler when it holds the request, not here (once per retry).
+    assert stat(policy, stat_keys.RETRY_DELAYED) is None
     assert stat(policy, stat_keys.RETRY_AFTER_CAPPED) is None
 
 
@@ -161,7 +162,6 @@ def test_backoff_with_zero_base_is_immediate() -> None:
     step = policy.next_step(product_request(), reason="timeout", http_status=None)
     assert isinstance(step, Request)
     assert step.meta["retry_delay"] == 0.0
-    assert stat(policy, stat_keys.RETRY_DELAYED) is None
 
 
 def test_delays_follow_the_retry_count() -> None:
@@ -173,8 +173,6 @@ def test_delays_follow_the_retry_count() -> None:
         assert isinstance(request, Request)
         delays.append(request.meta["retry_delay"])
     assert delays == [1.0, 2.0, 4.0, 8.0]
-    assert stat(policy, stat_keys.RETRY_DELAY_SECONDS) == 15.0
-    assert stat(policy, stat_keys.RETRY_DELAYED) == 4
 
 
 # -- retries and giving up -----------------------------------------------------
@@ -217,7 +215,6 @@ def test_max_retries_zero_gives_up_on_first_failure() -> None:
     assert item == FailureItem(product_id=7, outcome=FAILED, http_status=500, reason="http_500",
                                attempts=1)
     assert stat(policy, "retry/count") is None
-    assert stat(policy, stat_keys.RETRY_DELAYED) is None
 
 
 def test_max_retry_times_meta_overrides_setting() -> None:
@@ -248,15 +245,8 @@ def test_give_up_rejects_an_unknown_outcome() -> None:
         make_policy().give_up(product_request(), outcome="gone", reason="x", http_status=None)
 
 
-def test_give_up_exception_carries_the_item() -> None:
-    item = FailureItem(product_id=7, outcome=FAILED, http_status=500, reason="http_500", attempts=4)
-    error = GiveUp(item)
-    assert error.item is item
-    assert "product 7" in str(error)
-
-
-def test_logging_is_debug_only(caplog: pytest.LogCaptureFixture) -> None:
-    policy = make_policy({"MAX_RETRIES": 1})
+def test_logging_is_debug_only_with_the_project_give_up_level(caplog: pytest.LogCaptureFixture) -> None:
+    policy = make_policy({"MAX_RETRIES": 1, "RETRY_GIVE_UP_LOG_LEVEL": "DEBUG"})
     caplog.set_level(logging.DEBUG)
     request = policy.next_step(product_request(), reason="http_502", http_status=502)
     assert isinstance(request, Request)
@@ -295,3 +285,68 @@ def test_settings_are_read() -> None:
                           "RETRY_BACKOFF_MAX": "9", "RETRY_AFTER_MAX": "120"})
     assert (policy.max_retries, policy.backoff_base, policy.backoff_max, policy.retry_after_max) == (
         5, 0.25, 9.0, 120.0)
+
+
+@pytest.mark.parametrize("level", ["WARNING", "warning", logging.WARNING])
+def test_give_up_log_level_setting_is_honoured(caplog: pytest.LogCaptureFixture, level: Any) -> None:
+    policy = make_policy({"MAX_RETRIES": 0, "RETRY_GIVE_UP_LOG_LEVEL": level})
+    caplog.set_level(logging.DEBUG)
+    assert isinstance(policy.next_step(product_request(), reason="bad_response/html", http_status=200),
+                      FailureItem)
+    assert [r.levelno for r in caplog.records if r.getMessage().startswith("Gave up retrying")] == [
+        logging.WARNING]
+
+
+@pytest.mark.parametrize(("name", "value"), [("RETRY_GIVE_UP_LOG_LEVEL", "LOUD"),
+                                             ("RETRY_ENABLED", "maybe"),
+                                             ("RETRY_PRIORITY_ADJUST", "up")])
+def test_invalid_scrapy_retry_settings_name_the_setting(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{name}={value!r} is not"):
+        make_policy({name: value})
+
+
+def test_retry_enabled_false_gives_a_bad_body_up_at_once() -> None:
+    policy = make_policy({"MAX_RETRIES": 3, "RETRY_ENABLED": False})
+    item = policy.next_step(product_request(), reason="bad_response/html", http_status=200)
+    assert item == FailureItem(product_id=7, outcome=FAILED, http_status=200, reason="bad_response/html",
+                               attempts=1)
+    assert stat(policy, "retry/count") is None
+
+
+# -- RETRY_TIMES and MAX_RETRIES -------------------------------------------------
+
+
+def policy_with(**priorities: tuple[Any, str]) -> RetryPolicy:
+    """A policy from settings given at the named priorities ("project", "cmdline", ...)."""
+    crawler = get_crawler(ProductSpider)
+    crawler.settings.frozen = False
+    for name, (value, priority) in priorities.items():
+        crawler.settings.set(name, value, priority=priority)
+    crawler.spider = crawler._create_spider()
+    crawler.stats.open_spider()
+    return RetryPolicy.from_crawler(crawler, rng=FakeRandom(), clock=lambda: NOW)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({"MAX_RETRIES": (3, "project")}, 3),  # Scrapy's default RETRY_TIMES=2 does not count
+        ({"MAX_RETRIES": (3, "project"), "RETRY_TIMES": (0, "cmdline")}, 0),  # -s RETRY_TIMES=0
+        ({"MAX_RETRIES": (5, "cmdline"), "RETRY_TIMES": (1, "project")}, 5),
+        ({"MAX_RETRIES": (4, "project"), "RETRY_TIMES": (1, "spider")}, 1),  # custom_settings
+        ({"MAX_RETRIES": (2, "cmdline"), "RETRY_TIMES": (2, "cmdline")}, 2),  # agree
+        ({"RETRY_TIMES": (6, "project")}, 6),  # no MAX_RETRIES at all (not this project's settings)
+    ],
+)
+def test_the_retry_count_given_at_the_higher_priority_wins(given: dict[str, Any], expected: int) -> None:
+    assert policy_with(**given).max_retries == expected
+
+
+def test_retry_times_and_max_retries_disagreeing_at_one_priority_are_refused() -> None:
+    with pytest.raises(ConfigError, match="^RETRY_TIMES='0' and MAX_RETRIES='3' disagree"):
+        policy_with(MAX_RETRIES=("3", "cmdline"), RETRY_TIMES=("0", "cmdline"))
+
+
+def test_invalid_retry_times_names_it() -> None:
+    with pytest.raises(ConfigError, match="^RETRY_TIMES='-1' must be at least 0"):
+        policy_with(RETRY_TIMES=("-1", "cmdline"))

@@ -3,7 +3,9 @@
 Replaces Scrapy's command of the same name (COMMANDS_MODULE): a configuration
 error prints one line and exits 2 before anything starts; a crawl that stopped
 for any reason but "finished" or an operator's stop exits 1. With
-``LOG_FORMAT=json`` it logs JSON lines (``structured_logging``).
+``LOG_FORMAT=json`` it logs JSON lines (``structured_logging``). A feed (``-o``,
+``-O``, ``FEEDS``) of the products crawl exports products only, as stored,
+unless it names its own ``item_classes``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ if TYPE_CHECKING:
 _CLEAN_REASONS = ("finished", "shutdown")
 
 
+#: What a feed of the products crawl exports unless it says otherwise: the
+#: outcomes of ids that are not products are in crawl_failures, not in the feed.
+PRODUCT_FEED_ITEMS = ["productcrawler.items.ProductItem"]
+
+
 class Command(ScrapyCrawlCommand):
     json_logging: JsonLogging | None = None
 
@@ -39,6 +46,11 @@ class Command(ScrapyCrawlCommand):
         except ConfigError as error:
             print(f"productcrawler: configuration error: {error}", file=sys.stderr)
             sys.exit(2)
+        feeds = self.settings.getdict("FEEDS")
+        if args == ["products"] and feeds:
+            for options in feeds.values():
+                options.setdefault("item_classes", PRODUCT_FEED_ITEMS)
+            self.settings.set("FEEDS", feeds, priority=self.settings.getpriority("FEEDS"))
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or args[0] != "products":

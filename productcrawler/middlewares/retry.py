@@ -1,35 +1,41 @@
-"""Retries that respect the product API: classify each answer, delay each retry.
+"""Scrapy's retry middleware, with a delay on each retry and short retry reasons.
 
-Registered at 550 in place of Scrapy's ``RetryMiddleware``, whose settings it
-keeps where they still mean something (``RETRY_ENABLED``, ``RETRY_EXCEPTIONS``,
-``RETRY_PRIORITY_ADJUST``, the ``dont_retry``/``max_retry_times``/
-``priority_adjust`` meta keys). The number of retries is ``MAX_RETRIES``
-(``RETRY_TIMES`` is not used) and the statuses are fixed by the API contract
-(``RETRY_HTTP_CODES`` is not used):
+Registered at 550 in place of Scrapy's ``RetryMiddleware``, which it extends
+without changing what it retries or what it returns: the statuses in
+``RETRY_HTTP_CODES`` and the download errors in ``RETRY_EXCEPTIONS`` are
+retried up to ``RETRY_TIMES``/``MAX_RETRIES`` times (``dont_retry``,
+``max_retry_times``, ``priority_adjust`` and ``give_up_log_level`` meta keys
+included); once they are used up, the last response is returned, or the last
+exception passed on, as with Scrapy's. What an answer means for a product id
+(stored, missing, failed) is the spider's business, not this module's.
 
-=====================  ==========================================================
-200                    passed through; the spider validates the body
-404                    ``GiveUp``: MISSING, reason ``not_found``, never retried
-408, 429, 5xx          retried after a delay (``Retry-After`` honoured on 429 and
-                       503); once retries are used up, FAILED ``http_<status>``
-anything else          FAILED ``http_<status>`` at once (400, 401, 403, 410, a 3xx
-                       the redirect middleware did not follow, a 2xx other than 200)
-=====================  ==========================================================
+What it adds:
 
-Download errors listed in ``RETRY_EXCEPTIONS`` are retried with backoff under
-a short reason (``timeout``, ``connection_refused``, ...) and become FAILED with
-that reason when retries are used up; any other exception propagates to the
-spider's errback untouched.
+* each retry carries ``meta["retry_delay"]``: exponential backoff with jitter,
+  or the server's ``Retry-After`` on 429 and 503 (see ``retry_policy.py``); the
+  scheduler holds the request that long, off the downloader;
+* retry reasons are short and stable (``http_503``, ``timeout``,
+  ``connection_refused``), in ``retry/reason_count/<reason>`` and in the log,
+  where Scrapy writes ``503 Service Unavailable`` or an exception's class path;
+* ``RETRY_HTTP_CODES`` may be given as JSON (``-s 'RETRY_HTTP_CODES=[]'``) as
+  well as a comma list, and a bad value is refused at start with its name;
+* the raw Twisted forms of the errors that Scrapy's handlers wrap are retried
+  too, in case a download handler lets one through.
+
+Nothing here reads the product id: a request from ``scrapy fetch``, ``scrapy
+shell`` or another spider is retried exactly like a product request.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import TYPE_CHECKING
 
 from scrapy.core.downloader.handlers.http11 import TunnelError
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
+from scrapy.settings import BaseSettings
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadConnectionRefusedError,
@@ -50,8 +56,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.web.client import ResponseFailed
 
 from productcrawler.config import ConfigError
-from productcrawler.items import MISSING, FailureItem
-from productcrawler.retry_policy import GiveUp, RetryPolicy
+from productcrawler.retry_policy import RetryPolicy
 
 if TYPE_CHECKING:
     from typing import Self
@@ -59,12 +64,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
 
-__all__ = ["ApiRetryMiddleware", "GiveUp", "exception_reason"]
+__all__ = ["ApiRetryMiddleware", "exception_reason", "known_reason", "retry_http_codes"]
 
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_STATUSES = frozenset({429, 503})
-RETRY_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
 
 # Most specific first: Scrapy 2.19's handlers wrap the Twisted errors in their
 # own exceptions, other handlers (or code paths) may let the raw ones through.
@@ -97,17 +101,17 @@ def exception_reason(exception: BaseException) -> str:
         for cause in failed.reasons:
             value = getattr(cause, "value", cause)
             if isinstance(value, BaseException) and not isinstance(value, ResponseFailed):
-                reason = _known_reason(value)
+                reason = known_reason(value)
                 if reason is not None and reason != "response_failed":
                     return reason
-    reason = _known_reason(exception)
+    reason = known_reason(exception)
     if reason is not None:
         return reason
     # An exception added to RETRY_EXCEPTIONS: ValueError -> value_error
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", type(exception).__name__).lower()
 
 
-def _known_reason(exception: BaseException) -> str | None:
+def known_reason(exception: BaseException) -> str | None:
     for types, reason in _EXCEPTION_REASONS:
         if isinstance(exception, types):
             return reason
@@ -115,17 +119,22 @@ def _known_reason(exception: BaseException) -> str | None:
 
 
 class ApiRetryMiddleware(RetryMiddleware):
-    """Classify API answers and download errors into delayed retries or ``GiveUp``."""
+    """Scrapy's ``RetryMiddleware``; each retry is held ``retry_delay`` seconds first."""
 
     def __init__(self, crawler: Crawler, policy: RetryPolicy):
-        _check_int_setting(crawler, "RETRY_PRIORITY_ADJUST")
-        super().__init__(crawler.settings)  # bare NotConfigured if RETRY_ENABLED is off
+        # Scrapy's __init__ reads the settings itself: it gets them resolved
+        # and validated, so that it never sees a value it would choke on.
+        settings = BaseSettings(crawler.settings.copy_to_dict())
+        settings.update({
+            "RETRY_TIMES": policy.max_retries,
+            "RETRY_PRIORITY_ADJUST": policy.priority_adjust,
+            "RETRY_GIVE_UP_LOG_LEVEL": policy.give_up_log_level,
+            "RETRY_HTTP_CODES": retry_http_codes(crawler.settings),
+        })
+        super().__init__(settings)  # bare NotConfigured if RETRY_ENABLED is off
         self.crawler = crawler
         self.stats = crawler.stats
         self.policy = policy
-        self.max_retry_times = policy.max_retries
-        # The raw Twisted forms of errors that Scrapy 2.19's handlers wrap,
-        # in case a download handler lets one through.
         self.exceptions_to_retry = (*self.exceptions_to_retry, ResponseFailed, defer.TimeoutError)
 
     @classmethod
@@ -133,41 +142,41 @@ class ApiRetryMiddleware(RetryMiddleware):
         return cls(crawler, RetryPolicy.from_crawler(crawler))
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
-        if request.meta.get("dont_retry", False):
-            return response
         status = response.status
-        if status == 200:
+        if request.meta.get("dont_retry", False) or status not in self.retry_http_codes:
             return response
-        if status == 404:
-            raise GiveUp(self.policy.give_up(request, outcome=MISSING, reason="not_found",
-                                             http_status=404))
-        reason = f"http_{status}"
-        if status not in RETRY_STATUSES:
-            raise GiveUp(self.policy.give_up(request, reason=reason, http_status=status))
         retry_after = self.policy.retry_after(response) if status in RETRY_AFTER_STATUSES else None
-        return self._step(self.policy.next_step(request, reason=reason, http_status=status,
-                                                retry_after=retry_after))
+        return self._retry_later(request, f"http_{status}", retry_after, status) or response
 
     def process_exception(self, request: Request, exception: Exception) -> Request | None:
-        if request.meta.get("dont_retry", False):
+        if request.meta.get("dont_retry", False) or not isinstance(exception, self.exceptions_to_retry):
             return None
-        if not isinstance(exception, self.exceptions_to_retry):
-            return None  # unexpected: the spider's errback records it
-        reason = exception_reason(exception)
-        return self._step(self.policy.next_step(request, reason=reason, http_status=None))
+        return self._retry_later(request, exception_reason(exception), None, None)
 
-    @staticmethod
-    def _step(step: Request | FailureItem) -> Request:
-        if isinstance(step, FailureItem):
-            raise GiveUp(step)
-        return step
+    def _retry_later(self, request: Request, reason: str, retry_after: float | None,
+                     http_status: int | None) -> Request | None:
+        retry = self._retry(request, reason)  # Scrapy's: get_retry_request() with the meta keys
+        if retry is None:
+            return None
+        return self.policy.hold(retry, reason=reason, retry_after=retry_after, http_status=http_status)
 
 
-def _check_int_setting(crawler: Crawler, name: str) -> None:
-    raw = crawler.settings.get(name)
+def retry_http_codes(settings: BaseSettings) -> list[int]:
+    """``RETRY_HTTP_CODES`` as statuses: a list, a JSON list or a comma list; refused if not."""
+    raw = settings.get("RETRY_HTTP_CODES")
     try:
-        if isinstance(raw, bool):
+        value = raw
+        if isinstance(raw, str):
+            text = raw.strip()
+            value = json.loads(text) if text.startswith("[") else [v for v in text.split(",") if v.strip()]
+        if value is None:
+            value = []
+        if any(isinstance(code, bool) for code in value):
             raise ValueError
-        int(raw)
+        codes = [int(code) for code in value]
+        if any(not 100 <= code <= 599 for code in codes):
+            raise ValueError
     except (TypeError, ValueError):
-        raise ConfigError(f"{name}={raw!r} is not an integer") from None
+        raise ConfigError(f"RETRY_HTTP_CODES={raw!r} is not a list of HTTP statuses "
+                          "(e.g. [503, 429] or 503,429)") from None
+    return codes

@@ -88,7 +88,7 @@ class StoragePipeline:
 
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, (ProductItem, FailureItem)):
-            raise TypeError(f"StoragePipeline got {type(item).__name__}, expected ProductItem or FailureItem")
+            return item  # not ours (another spider of the project): passed on untouched
         pending = _Pending(item)
         self._pending.append(pending)
         if len(self._pending) >= self.batch_size:

@@ -20,7 +20,12 @@ if TYPE_CHECKING:
 class PassScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]
-        if CrawlConfig.from_settings(crawler.settings).redis_url is None:
+        # The Redis scheduler hands out the ids of the shared pass: only the
+        # products spider has one; any other spider of the project runs locally.
+        from productcrawler.spiders.products import ProductsSpider
+
+        if (CrawlConfig.from_settings(crawler.settings).redis_url is None
+                or not isinstance(crawler.spider, ProductsSpider)):
             from productcrawler.schedulers.local import DelayingScheduler
 
             return DelayingScheduler.from_crawler(crawler)

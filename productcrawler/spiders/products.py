@@ -1,8 +1,17 @@
-"""The ``products`` spider: every id of the pass, fetched once, ends stored or recorded."""
+"""The ``products`` spider: every id of the pass, fetched once, ends stored or recorded.
+
+The spider decides what each final answer means for its id (the retry
+middleware only retries, as Scrapy's does): its requests ask for every status
+(``handle_httpstatus_all``), so that a 404 is recorded ``missing`` and any
+other non-200, including one whose retries are used up or were turned off, is
+recorded ``failed`` with its status; a download error that reaches the errback
+is recorded ``failed`` with a short reason (``timeout``, ...).
+"""
 
 from __future__ import annotations
 
 import logging
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
@@ -10,8 +19,8 @@ from scrapy import Request, Spider, signals
 from productcrawler import stat_keys
 from productcrawler.cleaning import BadResponse, parse_product
 from productcrawler.config import CrawlConfig
-from productcrawler.items import FAILED, FailureItem
-from productcrawler.middlewares.retry import GiveUp
+from productcrawler.items import FAILED, MISSING, FailureItem
+from productcrawler.middlewares.retry import exception_reason, known_reason
 from productcrawler.passes import ledger_for
 from productcrawler.retry_policy import RetryPolicy
 from productcrawler.storage.database import utcnow
@@ -47,11 +56,15 @@ class ProductsSpider(Spider):
         return spider
 
     config: CrawlConfig
-    retry_policy: RetryPolicy
+
+    @cached_property
+    def retry_policy(self) -> RetryPolicy:
+        # Built on first use, not in from_crawler: crawler.stats exists only
+        # once the crawl starts (start(), or a callback under scrapy parse).
+        return RetryPolicy.from_crawler(self.crawler)
 
     async def start(self) -> AsyncIterator[Request]:
-        # Built here, not in from_crawler: crawler.stats exists only once the crawl starts.
-        self.retry_policy = RetryPolicy.from_crawler(self.crawler)
+        self.retry_policy  # noqa: B018 - built now, so that a bad retry setting stops the start
         await self.ledger.open(fresh=self.fresh)
         # Scrapy reads start() without pause while the downloader is full, so an
         # eager generator would put the whole range in the scheduler at once (a
@@ -79,32 +92,53 @@ class ProductsSpider(Spider):
             callback=self.parse,
             errback=self.on_error,
             dont_filter=True,
-            meta={"product_id": product_id, "download_timeout": self.config.api_timeout},
+            meta={"product_id": product_id, "download_timeout": self.config.api_timeout,
+                  "handle_httpstatus_all": True},
         )
+
+    def product_id_in(self, url: str) -> int | None:
+        """The id of a product URL of ``API_BASE_URL`` (the inverse of ``product_url``), else None."""
+        prefix = self.config.product_url(0)[:-1]
+        tail = url[len(prefix):] if url.startswith(prefix) else ""
+        return int(tail) if tail.isdigit() else None
 
     # Callbacks return lists rather than yield: Scrapy inspects the source of
     # generator callbacks for return values, at a cost on the hot path.
     def parse(self, response: Response) -> list[Any]:
-        product_id = response.meta["product_id"]
+        request = response.request
+        assert request is not None
+        if "product_id" not in request.meta:  # scrapy parse: a request the spider did not build
+            product_id = self.product_id_in(response.url)
+            if product_id is None:
+                logger.warning("Not a product URL of API_BASE_URL, nothing to parse: %s", response.url)
+                return []
+            request = request.replace(meta={**request.meta, "product_id": product_id})
+        status = response.status
+        if status == 404:
+            return [self.retry_policy.give_up(request, outcome=MISSING, reason="not_found", http_status=404)]
+        if status != 200:
+            # Not retried (RETRY_HTTP_CODES), or retried RETRY_TIMES times already.
+            return [self.retry_policy.give_up(request, reason=f"http_{status}", http_status=status)]
+        product_id = request.meta["product_id"]
         try:
             item, dropped = parse_product(response.body, product_id, utcnow())
         except BadResponse as bad:
             self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
             logger.debug("Product %d: bad response (%s: %s)", product_id, bad.reason, bad.detail)
-            return [self.retry_policy.next_step(response.request, reason=f"bad_response/{bad.reason}",
-                                                http_status=response.status)]
+            return [self.retry_policy.next_step(request, reason=f"bad_response/{bad.reason}",
+                                                http_status=status)]
         for field in dropped:
             self.crawler.stats.inc_value(stat_keys.cleaning_invalid(field))
         return [item]
 
     def on_error(self, failure: Failure) -> list[FailureItem]:
-        if failure.check(GiveUp):
-            return [failure.value.item]
         request = failure.request  # type: ignore[attr-defined]
         error = failure.value
-        reason = f"{type(error).__name__}: {error}".strip().rstrip(":")
-        logger.debug("Product %d failed: %s", request.meta["product_id"], reason)
-        return [FailureItem(request.meta["product_id"], FAILED, None, reason[:255],
+        if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it
+            return [self.retry_policy.give_up(request, reason=exception_reason(error), http_status=None)]
+        detail = f"{type(error).__name__}: {error}".strip().rstrip(":")
+        logger.debug("Product %d failed: %s", request.meta["product_id"], detail)
+        return [FailureItem(request.meta["product_id"], FAILED, None, detail[:255],
                             request.meta.get("retry_times", 0) + 1)]
 
     async def _closed(self, reason: str) -> None:

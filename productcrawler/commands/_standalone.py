@@ -1,0 +1,22 @@
+"""The project's settings for a command that fetches a URL rather than crawling a pass.
+
+``scrapy fetch``, ``scrapy shell`` and ``scrapy parse`` download one URL with the project's
+downloader (its middlewares, the aiohttp handler, the rate limit, retries) and
+store nothing: they run without the database (no storage pipeline) and without
+Redis (the local scheduler and rate limit), whatever REDIS_URL and DATABASE_URL say.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+STORAGE_PIPELINE = "productcrawler.pipelines.storage.StoragePipeline"
+
+
+def without_storage(settings: BaseSettings) -> None:
+    """Take the database and Redis out of ``settings`` (after ``-s``, so it wins)."""
+    settings.set("REDIS_URL", "", priority="cmdline")
+    settings.set("ITEM_PIPELINES", {STORAGE_PIPELINE: None}, priority="cmdline")

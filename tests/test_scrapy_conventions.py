@@ -1,0 +1,254 @@
+"""What a Scrapy user does, through the real commands: retry settings, fetch, shell, JOBDIR, feeds.
+
+Each test is a row of issue 13's table; judged by the simulator's arrival log,
+the rows in the database, exit codes and what the command prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from decimal import Decimal
+
+import pytest
+from scrapy.settings import Settings
+
+from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.simulator import catalog
+from tests.conftest import REDIS_URL, crawl_env, mysql_query, run_crawl
+from tests.helpers import dumped_stat, run_scrapy
+
+#: Nothing listens on these (they are in this test module's port range).
+NO_DATABASE = "mysql://root@127.0.0.1:22999/nothing_here"
+NO_REDIS = "redis://127.0.0.1:22998/0"
+
+
+def arrivals_per_id(simulator) -> Counter[int]:
+    return Counter(product_id for _at, product_id, _status, _fault in simulator.arrivals())
+
+
+def crawl(simulator, mysql_url, end: int, faults: list[str], *args: str, **settings: object):
+    simulator.set_faults(faults)
+    return run_crawl("-a", f"end_id={end}", *args, settings={
+        "API_BASE_URL": simulator.base_url, "DATABASE_URL": mysql_url, "RETRY_BACKOFF_BASE": 0.05,
+        **settings})
+
+
+def failures(mysql_url: str) -> list[tuple]:
+    return mysql_query(mysql_url, "SELECT product_id, outcome, http_status, reason, attempts "
+                                  "FROM crawl_failures ORDER BY product_id")
+
+
+# -- retry settings --------------------------------------------------------------
+
+
+def test_retry_times_zero_requests_each_always_503_id_once(clean_simulator, mysql_url):
+    result = crawl(clean_simulator, mysql_url, 40, ["503=21-40@*"], RETRY_TIMES=0)
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = arrivals_per_id(clean_simulator)
+    assert {i: seen[i] for i in range(21, 41)} == {i: 1 for i in range(21, 41)}
+    assert [f for f in failures(mysql_url) if f[1] == "failed"] == [
+        (i, "failed", 503, "http_503", 1) for i in range(21, 41)]
+    assert "Gave up retrying" not in result.stderr  # the project's give-up level is DEBUG
+
+
+def test_empty_retry_http_codes_retries_no_status(clean_simulator, mysql_url):
+    result = crawl(clean_simulator, mysql_url, 30, ["503=21-25@1", "500=26-27@1"],
+                   RETRY_HTTP_CODES="[]")
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = arrivals_per_id(clean_simulator)
+    assert {i: seen[i] for i in range(21, 28)} == {i: 1 for i in range(21, 28)}
+    assert [f[:4] for f in failures(mysql_url) if f[1] == "failed"] == (
+        [(i, "failed", 503, "http_503") for i in range(21, 26)]
+        + [(i, "failed", 500, "http_500") for i in range(26, 28)])
+
+
+def test_retry_http_codes_chooses_the_statuses_retried(clean_simulator, mysql_url):
+    result = crawl(clean_simulator, mysql_url, 30, ["503=21-22@1", "500=23-24@1"], RETRY_HTTP_CODES="503")
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = arrivals_per_id(clean_simulator)
+    assert [seen[i] for i in range(21, 25)] == [2, 2, 1, 1]
+    assert [f[0] for f in failures(mysql_url) if f[1] == "failed"] == [23, 24]
+
+
+def test_give_up_log_level_applies(clean_simulator, mysql_url):
+    result = crawl(clean_simulator, mysql_url, 30, ["503=21-25@*"], RETRY_TIMES=1,
+                   RETRY_GIVE_UP_LOG_LEVEL="WARNING")
+    assert result.returncode == 0, result.stderr[-3000:]
+    gave_up = [line for line in result.stderr.splitlines() if "Gave up retrying" in line]
+    assert len(gave_up) == 5
+    assert all("WARNING" in line and "http_503" in line for line in gave_up)
+
+
+def test_retry_enabled_false_turns_off_retries_and_nothing_else(clean_simulator, mysql_url):
+    end = 80
+    result = crawl(clean_simulator, mysql_url, end, ["503=21-25@1"], RETRY_ENABLED=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    missing = [i for i in range(1, end + 1) if catalog.is_missing(i) and not 21 <= i <= 25]
+    assert missing, "the range must hold some 404s"
+    assert failures(mysql_url) == sorted(
+        [(i, "missing", 404, "not_found", 1) for i in missing]
+        + [(i, "failed", 503, "http_503", 1) for i in range(21, 26)])
+    assert set(arrivals_per_id(clean_simulator).values()) == {1}
+
+
+@pytest.mark.parametrize(("settings", "line"), [
+    ({"RETRY_TIMES": 0, "MAX_RETRIES": 3}, "RETRY_TIMES='0' and MAX_RETRIES='3' disagree"),
+    ({"RETRY_HTTP_CODES": "often"}, "RETRY_HTTP_CODES='often' is not a list of HTTP statuses"),
+    ({"RETRY_GIVE_UP_LOG_LEVEL": "LOUD"}, "RETRY_GIVE_UP_LOG_LEVEL='LOUD' is not a log level"),
+    ({"RETRY_ENABLED": "perhaps"}, "RETRY_ENABLED='perhaps' is not true or false"),
+])
+def test_a_bad_retry_setting_is_refused_in_one_line(clean_simulator, mysql_url, settings, line):
+    result = run_crawl("-a", "end_id=10", settings={"API_BASE_URL": clean_simulator.base_url,
+                                                    "DATABASE_URL": mysql_url, **settings})
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert f"productcrawler: configuration error: {line}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert clean_simulator.arrivals() == []
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["local", "redis"])
+def test_delayed_retries_are_counted_once(clean_simulator, mysql_url, redis_prefix, shared):
+    settings = {"REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": redis_prefix} if shared else {}
+    result = crawl(clean_simulator, mysql_url, 30, ["503=21-25@2"], **settings)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert dumped_stat(result.stderr, "retry/count") == 10
+    assert dumped_stat(result.stderr, "productcrawler/retry/delayed") == 10
+
+
+# -- scrapy fetch and scrapy shell -------------------------------------------------
+
+
+def standalone_env(simulator) -> dict[str, str]:
+    """The project's settings with a database and a Redis that cannot be reached."""
+    return crawl_env(API_BASE_URL=simulator.base_url, DATABASE_URL=NO_DATABASE, REDIS_URL=NO_REDIS)
+
+
+def test_fetch_prints_a_product_and_a_404_without_database_or_redis(clean_simulator):
+    missing = next(i for i in range(1, 1000) if catalog.is_missing(i))
+    env = standalone_env(clean_simulator)
+    product = run_scrapy("fetch", "--nolog", f"{clean_simulator.base_url}/product/1", env=env)
+    assert product.returncode == 0, product.stderr[-3000:]
+    assert json.loads(product.stdout)["product_id"] == 1
+    absent = run_scrapy("fetch", f"{clean_simulator.base_url}/product/{missing}", env=env)
+    assert absent.returncode == 0, absent.stderr[-3000:]
+    assert "not found" in absent.stdout
+    assert "KeyError" not in absent.stderr and "Traceback" not in absent.stderr
+    assert sorted(arrivals_per_id(clean_simulator)) == [1, missing]
+
+
+def test_fetch_retries_like_a_crawl_then_prints_the_last_answer(clean_simulator):
+    clean_simulator.set_faults(["503=5@*"])
+    result = run_scrapy("fetch", "-s", "RETRY_TIMES=2", "-s", "RETRY_BACKOFF_BASE=0.05",
+                        f"{clean_simulator.base_url}/product/5", env=standalone_env(clean_simulator))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "service unavailable" in result.stdout
+    assert "Traceback" not in result.stderr
+    assert arrivals_per_id(clean_simulator) == {5: 3}
+
+
+def test_shell_fetches_with_the_aiohttp_handler_without_database_or_redis(clean_simulator):
+    code = ("(response.status, response.json()['product_id'], "
+            "type(crawler.engine.downloader.handlers._get_handler('http')).__mro__[1].__name__)")
+    result = run_scrapy("shell", "--nolog", "-c", code, f"{clean_simulator.base_url}/product/1",
+                        env=standalone_env(clean_simulator))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "(200, 1, 'AiohttpDownloadHandler')"
+
+
+# -- JOBDIR and feeds --------------------------------------------------------------
+
+
+def test_jobdir_is_refused_in_one_line(clean_simulator, mysql_url, tmp_path):
+    result = run_crawl("-a", "end_id=50", settings={"API_BASE_URL": clean_simulator.base_url,
+                                                    "DATABASE_URL": mysql_url, "JOBDIR": str(tmp_path / "job")})
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if "JOBDIR" in line]
+    assert lines == [f"productcrawler: configuration error: JOBDIR='{tmp_path / 'job'}' is not supported: "
+                     "the crawl resumes its own pass (in the database, or in Redis with REDIS_URL); "
+                     "run again without JOBDIR"]
+    assert clean_simulator.arrivals() == []
+    assert not (tmp_path / "job").exists()
+
+
+def test_feed_exports_the_stored_products_only(clean_simulator, mysql_url, tmp_path):
+    feed = tmp_path / "products.jsonl"
+    result = crawl(clean_simulator, mysql_url, 60, ["503=21-22@*"], "-O", str(feed), RETRY_TIMES=0)
+    assert result.returncode == 0, result.stderr[-3000:]
+    exported = [json.loads(line) for line in feed.read_text().splitlines()]
+    rows = mysql_query(mysql_url, "SELECT product_id, name, price, stock, category, brand, rating, "
+                                  "sales_count FROM products ORDER BY product_id")
+    assert failures(mysql_url), "the range must hold ids that are not products"
+    assert sorted(e["product_id"] for e in exported) == [r[0] for r in rows]
+    by_id = {e["product_id"]: e for e in exported}
+    for product_id, name, price, stock, category, brand, rating, sales in rows:
+        item = by_id[product_id]
+        assert set(item) == {"product_id", "name", "price", "stock", "category", "brand", "rating",
+                             "sales_count", "update_time"}
+        assert (item["name"], item["stock"], item["category"], item["brand"], item["sales_count"]) == (
+            name, stock, category, brand, sales)
+        assert [None if item[k] is None else Decimal(item[k]) for k in ("price", "rating")] == [price, rating]
+
+
+# -- another spider of the project -------------------------------------------------
+
+OTHER_SPIDER = '''
+import scrapy
+
+
+class OtherSpider(scrapy.Spider):
+    name = "other"
+
+    async def start(self):
+        yield scrapy.Request(self.base + "/product/1")
+        yield scrapy.Request(self.base + "/product/10")
+
+    def parse(self, response):
+        yield {"url": response.url, "status": response.status}
+'''
+
+
+def test_another_spider_goes_through_our_components_untouched(clean_simulator, mysql_url, redis_prefix,
+                                                              tmp_path):
+    clean_simulator.set_faults(["503=10@*"])
+    (tmp_path / "other.py").write_text(OTHER_SPIDER)
+    env = crawl_env(API_BASE_URL=clean_simulator.base_url, DATABASE_URL=mysql_url, REDIS_URL=REDIS_URL,
+                    REDIS_KEY_PREFIX=redis_prefix)
+    result = run_scrapy("runspider", str(tmp_path / "other.py"), "-a", f"base={clean_simulator.base_url}",
+                        "-s", "RETRY_TIMES=2", "-s", "RETRY_BACKOFF_BASE=0.05", "-O", str(tmp_path / "out.jsonl"),
+                        env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()] == [
+        {"url": f"{clean_simulator.base_url}/product/1", "status": 200}]
+    assert arrivals_per_id(clean_simulator) == {1: 1, 10: 3}  # retried by the same rules
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products")[0][0] == 0
+
+
+# -- DOWNLOAD_TIMEOUT is API_TIMEOUT -------------------------------------------------
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ({"API_TIMEOUT": ("30", "project")}, 30.0),  # Scrapy's default DOWNLOAD_TIMEOUT=180 does not count
+    ({"API_TIMEOUT": ("30", "project"), "DOWNLOAD_TIMEOUT": ("2", "cmdline")}, 2.0),
+    ({"API_TIMEOUT": ("5", "cmdline"), "DOWNLOAD_TIMEOUT": ("60", "project")}, 5.0),
+])
+def test_download_timeout_given_at_the_higher_priority_wins(given, expected):
+    settings = Settings()
+    for name, (value, priority) in given.items():
+        settings.set(name, value, priority=priority)
+    assert CrawlConfig.from_settings(settings).api_timeout == expected
+
+
+def test_download_timeout_and_api_timeout_disagreeing_at_one_priority_are_refused():
+    settings = Settings({"API_TIMEOUT": "30", "DOWNLOAD_TIMEOUT": "5"}, priority="cmdline")
+    with pytest.raises(ConfigError, match="^DOWNLOAD_TIMEOUT='5' and API_TIMEOUT='30' disagree"):
+        CrawlConfig.from_settings(settings)
+
+
+def test_parse_shows_the_cleaned_product_without_database_or_redis(clean_simulator):
+    result = run_scrapy("parse", "--nolog", "--spider", "products", f"{clean_simulator.base_url}/product/1",
+                        env=standalone_env(clean_simulator))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "'product_id': 1," in result.stdout and "'price': Decimal(" in result.stdout
+    assert "KeyError" not in result.stderr and "Traceback" not in result.stderr

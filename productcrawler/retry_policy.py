@@ -152,9 +152,10 @@ class RetryPolicy:
         retry.meta[RETRY_DELAY_META] = delay
         logger.debug(
             "Retry %(retry_times)d of %(request)s (%(reason)s) held for %(delay).3fs",
-            # status: not in the message, a field of LOG_FORMAT=json lines.
+            # attempts and status (of the answer that failed): not in the message,
+            # fields of LOG_FORMAT=json lines.
             {"retry_times": retry_times, "request": retry, "reason": reason, "delay": delay,
-             "status": http_status},
+             "attempts": retry_times, "status": http_status},
         )
         return retry
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
+from productcrawler.payload import PayloadShape
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
@@ -58,6 +60,13 @@ DEFAULTS: dict[str, Any] = {
     "PROGRESS_INTERVAL": 10.0,
     "METRICS_PORT": None,
     "METRICS_ADDRESS": "127.0.0.1",
+    # Where the product is in the API's answer (payload.py); None: the default rules.
+    "PRODUCT_FIELDS": None,
+    # The wholesale-failure guard (extensions/guard.py): answers in a row that
+    # stop the crawl; 0 turns that check off.
+    "GUARD_AUTH_FAILURES": 20,
+    "GUARD_NOT_PRODUCTS": 20,
+    "GUARD_404_STREAK": 500,
 }
 
 
@@ -162,6 +171,13 @@ def _redis_url(raw: Any) -> str | None:
     return url
 
 
+def _product_fields(raw: Any) -> PayloadShape:
+    try:
+        return PayloadShape.parse(raw)
+    except ValueError as error:
+        raise ConfigError(f"PRODUCT_FIELDS={_shown('PRODUCT_FIELDS', raw)}: {error}") from None
+
+
 def burst_for_rate(rate: float) -> float:
     """Default bucket capacity: 2 % of a second's worth of tokens, at least 1.
 
@@ -193,6 +209,10 @@ class CrawlConfig:
     progress_interval: float
     metrics_port: int | None
     metrics_address: str
+    product_fields: PayloadShape
+    guard_auth_failures: int
+    guard_not_products: int
+    guard_404_streak: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, *, start_id: Any = None,
@@ -250,6 +270,10 @@ class CrawlConfig:
             progress_interval=_number("PROGRESS_INTERVAL", get("PROGRESS_INTERVAL"), float, above=0),
             metrics_port=metrics_port,
             metrics_address=metrics_address,
+            product_fields=_product_fields(get("PRODUCT_FIELDS")),
+            guard_auth_failures=_number("GUARD_AUTH_FAILURES", get("GUARD_AUTH_FAILURES"), int, minimum=0),
+            guard_not_products=_number("GUARD_NOT_PRODUCTS", get("GUARD_NOT_PRODUCTS"), int, minimum=0),
+            guard_404_streak=_number("GUARD_404_STREAK", get("GUARD_404_STREAK"), int, minimum=0),
         )
 
     @property

@@ -160,8 +160,8 @@ class PayloadShape:
             keys += tuple(f"{_envelope_key(data, product)}.{k}" for k in _keys_of(product))
         error = _error_code(data)
         if error is not None:
-            return BadResponse("error_envelope", f"error {error}; keys {list(keys)}", keys)
-        return BadResponse("not_a_product", f"no product {what}; keys {list(keys)}", keys)
+            return BadResponse("error_envelope", f"error {error}", keys)
+        return BadResponse("not_a_product", f"no product {what}", keys)
 
 
 DEFAULT_SHAPE = PayloadShape()

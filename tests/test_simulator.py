@@ -299,6 +299,12 @@ def test_arrivals_record_every_request(sim: SimulatorProcess) -> None:
     assert sim.stats() == {"total": 3, "by_status": {"200": 1, "404": 1, "503": 1}, "by_fault": {"503": 1}}
 
 
+def test_any_other_path_is_a_recorded_404(sim: SimulatorProcess) -> None:
+    answer = get(sim, "/v2/product/1")
+    assert answer.status == 404
+    assert [a[1:] for a in sim.arrivals()] == [(None, 404, "")]
+
+
 def test_reset_clears_arrivals_and_attempts(sim: SimulatorProcess) -> None:
     sim.set_faults(["503=5"])
     assert get_product(sim, 5).status == 503

@@ -9,7 +9,7 @@ auth            401 or 403                           any 2xx or 404        ``API
 not a product   200 that is not a product            a product             the keys found and
                 (``not_a_product``, ``id_mismatch``,                       ``PRODUCT_FIELDS``
                 ``error_envelope``)
-404             404                                  any 2xx               ``API_BASE_URL`` and
+404             404                                  a product             ``API_BASE_URL`` and
                                                                            one URL requested
 ==============  ===================================  ====================  =====================
 
@@ -20,7 +20,9 @@ through; a streak that reaches its threshold trips the guard: the crawl stops
 (exit code 3), one ERROR line says what was seen and what to check, and every
 held outcome is dropped, so those ids stay pending and the next run resumes
 the pass. A run of 404s from a wrong URL therefore never removes a stored
-product, and a revoked key records no ``failed`` rows.
+product, and a revoked key records no ``failed`` rows. A 404 streak is broken
+only by a product (not by any 200), so that no ``missing`` outcome is written
+while the answers are not products either.
 
 When nothing is in flight and a streak is still open (the range ended on it,
 or every other id waits for a retry) there are too few answers to tell a wrong
@@ -117,8 +119,6 @@ class WholesaleFailureGuard:
         if status < 300:
             if self._auth.length:
                 self._release(self._auth, reset=True)
-            if self._not_found.length:
-                self._release(self._not_found, reset=True)
         elif status == 404:
             if self._auth.length:
                 self._release(self._auth, reset=True)
@@ -145,6 +145,8 @@ class WholesaleFailureGuard:
             self._products += 1
             if self._not_product.length:
                 self._release(self._not_product, reset=True)
+            if self._not_found.length:
+                self._release(self._not_found, reset=True)
             return item
         streak = self._streak_of(item)
         if streak is None:
@@ -237,8 +239,8 @@ class WholesaleFailureGuard:
             return (f"{count} answers in a row were 200s without a product (last: {error}; keys found: "
                     f"{keys}; URL {streak.url}); check PRODUCT_FIELDS "
                     f"({self.config.product_fields.describe()}) against one answer of the API")
-        return (f"{count} answers in a row were HTTP 404, which the API's usual share of missing ids "
-                f"cannot explain; check API_BASE_URL ({self.config.api_base_url}): one URL requested "
+        return (f"{count} answers were HTTP 404 with no product in between, which the API's usual "
+                f"share of missing ids cannot explain; check API_BASE_URL ({self.config.api_base_url}): one URL requested "
                 f"was {streak.url} (if the range really has a gap this long, raise GUARD_404_STREAK)")
 
 

@@ -8,6 +8,7 @@ Routes::
     GET  /_sim/stats        {"total": n, "by_status": {...}, "by_fault": {...}}
     POST /_sim/reset        forget arrivals, attempt counts and the rate-limit window
     POST /_sim/faults       replace the fault configuration, see Simulator.handle_faults
+    GET  anything else      404, recorded in the arrivals with no id
 """
 
 from __future__ import annotations
@@ -153,7 +154,13 @@ class Simulator:
         app.router.add_get("/_sim/stats", self.handle_stats)
         app.router.add_post("/_sim/reset", self.handle_reset)
         app.router.add_post("/_sim/faults", self.handle_faults)
+        # Any other path (a crawler with a wrong API_BASE_URL): a 404, recorded with no id.
+        app.router.add_get("/{path:.*}", self.handle_unknown)
         return app
+
+    async def handle_unknown(self, request: web.Request) -> web.Response:
+        self.arrivals.append(time.time(), None, 404, "")
+        return _error(404, "no such route")
 
     async def handle_product(self, request: web.Request) -> web.Response:
         arrived = time.time()

@@ -200,8 +200,7 @@ class WholesaleFailureGuard:
         """Nothing in flight can break or extend the open streaks: settle what they hold."""
         if not any(streak.held for streak in self._streaks):
             return
-        engine = self.crawler.engine
-        if engine is None or engine.downloader.active:
+        if self.crawler.engine.downloader.active:
             return
         if not self.crawler.crawling:  # an operator's stop: the next run fetches them again
             self._drop_all("the crawl was stopped")
@@ -218,9 +217,7 @@ class WholesaleFailureGuard:
                      "was removed; the next run resumes the pass.", self._diagnosis(streak))
         self.stats.set_value(stat_keys.EXIT_REASON, reason)
         self._drop_all(f"the guard stopped the crawl ({reason})")
-        engine = self.crawler.engine
-        if engine is not None:
-            deferred_from_coro(engine.close_spider_async(reason=reason))
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))
 
     def _diagnosis(self, streak: _Streak) -> str:
         """What was seen and what to check, for the one ERROR line."""

@@ -13,7 +13,7 @@ import pytest
 
 from productcrawler.extensions.guard import EXIT_CODE
 from productcrawler.simulator import catalog, shapes
-from tests.conftest import mysql_query, run_crawl
+from tests.conftest import REDIS_URL, mysql_query, run_crawl
 from tests.helpers import log_lines, log_time, mysql_execute, table
 
 EARLIER = 200
@@ -152,3 +152,20 @@ def test_a_missing_id_still_loses_its_stale_row_when_the_range_ends_on_404s(clea
                                                     "WHERE outcome = 'missing' ORDER BY product_id")]
     assert missing == stale and missing[-1] == end
     assert "Finished (finished)" in result.stderr
+
+
+def test_a_shared_pass_stopped_by_the_guard_is_resumed_with_nothing_lost(clean_simulator, mysql_url, redis_prefix):
+    end = 3000
+    settings = {"DATABASE_URL": mysql_url, "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": redis_prefix}
+    wrong = run_crawl("-a", "start_id=1", "-a", f"end_id={end}",
+                      settings={**settings, "API_BASE_URL": clean_simulator.url + "/v2"})
+    assert wrong.returncode == EXIT_CODE, wrong.stderr[-3000:]
+    assert table(mysql_url, "products") == [] and table(mysql_url, "crawl_failures") == []
+    right = run_crawl("-a", "start_id=1", "-a", f"end_id={end}",
+                      settings={**settings, "API_BASE_URL": clean_simulator.base_url})
+    assert right.returncode == 0, right.stderr[-3000:]
+    stored = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products")}
+    missing = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM crawl_failures "
+                                                    "WHERE outcome = 'missing'")}
+    assert stored == {i for i in range(1, end + 1) if not catalog.is_missing(i)}
+    assert missing == {i for i in range(1, end + 1) if catalog.is_missing(i)}

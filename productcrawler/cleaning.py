@@ -1,9 +1,10 @@
 """Turn one API response body into a clean ``ProductItem``, or say why it is not one.
 
-A product is a JSON object with ``product_id`` and ``name``; real product APIs
-(Shopify's products, Amazon SP-API's catalog items, ...) return at least an id
-and a title or name, so a 200 without both is treated as a bad response. The
-other fields are optional. An optional field that is absent, ``null`` or a blank
+A product has an id and a name; real product APIs (Shopify's products, Amazon
+SP-API's catalog items, ...) return at least an id and a title or name, so a
+200 without both is treated as a bad response. Where they are in the JSON
+(``id`` or ``product_id``, an envelope, ``PRODUCT_FIELDS``) is ``payload.py``'s
+business. The other fields are optional. An optional field that is absent, ``null`` or a blank
 string is stored as NULL and not reported; one that is present but unusable
 (wrong type, unparseable, out of range, empty once its markup is removed) is
 stored as NULL and its name is returned so the caller counts it.
@@ -25,6 +26,10 @@ from price_parser import Price
 from w3lib.html import remove_tags, replace_entities
 
 from productcrawler.items import ProductItem
+from productcrawler.payload import ABSENT, DEFAULT_SHAPE, BadResponse, PayloadShape
+
+__all__ = ["BadResponse", "clean_count", "clean_label", "clean_name", "clean_price", "clean_rating",
+           "parse_product"]
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,7 +44,6 @@ PRICE_MAX = Decimal("99999999.99")  # DECIMAL(10,2)
 RATING_MAX = Decimal("5.00")
 RATING_MIN = Decimal("0.00")
 PRICE_TEXT_MAX_LENGTH = 64  # price-parser is quadratic on long digit runs
-DETAIL_MAX_LENGTH = 100
 
 _CENT = Decimal("0.01")
 # Values at or above this round (half up) past PRICE_MAX.
@@ -59,37 +63,20 @@ _DIGIT = re.compile(r"\d")
 _UNWANTED_CHARS = re.compile("[<>\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
-class BadResponse(Exception):
-    """A 200 whose body is not a product; retried like a 5xx, then recorded as failed."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        if len(detail) > DETAIL_MAX_LENGTH:
-            detail = detail[: DETAIL_MAX_LENGTH - 1] + "…"
-        super().__init__(reason, detail)
-        self.reason = reason
-        self.detail = detail
-
-    def __str__(self) -> str:
-        return f"{self.reason}: {self.detail}" if self.detail else self.reason
-
-
 def parse_product(
-    body: bytes, requested_id: int, fetched_at: datetime
+    body: bytes, requested_id: int, fetched_at: datetime, shape: PayloadShape = DEFAULT_SHAPE
 ) -> tuple[ProductItem, list[str]]:
     """Decode, validate and clean one API response body.
 
-    Returns the item and the names of the fields whose value had to be dropped
-    (stored NULL). Raises ``BadResponse`` when the body is not a product.
+    ``shape`` says where the fields are (``PRODUCT_FIELDS``; default: the
+    rules of ``payload.py``). Returns the item and the names of the fields
+    whose value had to be dropped (stored NULL). Raises ``BadResponse`` when
+    the body is not a product.
     """
-    data = _decode(body)
-    if not isinstance(data, dict):
-        raise BadResponse("not_a_product", f"JSON {type(data).__name__}, not an object")
-    for field in ("product_id", "name"):
-        if field not in data:
-            raise BadResponse("not_a_product", f"no {field!r}; keys {list(data)[:5]}")
+    data = shape.extract(_decode(body))
     payload_id = _decimal(data["product_id"])
     if payload_id is None:
-        raise BadResponse("not_a_product", f"product_id {data['product_id']!r}")
+        raise BadResponse("not_a_product", f"product id {data['product_id']!r}")
     if payload_id != requested_id:
         raise BadResponse("id_mismatch", f"asked for {requested_id}, got {data['product_id']!r}")
 
@@ -225,7 +212,9 @@ def _optional(
     cleaner: Callable[[object], _T | None],
     dropped: list[str],
 ) -> _T | None:
-    raw = data.get(field)
+    raw = data[field]
+    if raw is ABSENT:
+        return None
     value = cleaner(raw)
     if value is None and not _is_blank(raw):
         dropped.append(field)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 from productcrawler.url_options import MYSQL_OPTIONS, REDIS_OPTIONS, REDIS_TLS_OPTIONS, mask_query, parse_options
+from productcrawler.payload import PayloadShape
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -61,6 +62,13 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_PORT": None,
     "METRICS_ADDRESS": "127.0.0.1",
     "METRICS_LINGER": 0.0,
+    # Where the product is in the API's answer (payload.py); None: the default rules.
+    "PRODUCT_FIELDS": None,
+    # The wholesale-failure guard (extensions/guard.py): answers in a row that
+    # stop the crawl; 0 turns that check off.
+    "GUARD_AUTH_FAILURES": 20,
+    "GUARD_NOT_PRODUCTS": 20,
+    "GUARD_404_STREAK": 500,
 }
 
 
@@ -221,6 +229,11 @@ def _aliased(settings: BaseSettings, ours: str, scrapys: str, kind: Callable[[An
         raise ConfigError(f"{scrapys}={settings.get(scrapys)!r} and {ours}={given!r} "
                           f"disagree; give only one of them ({ours} is this project's name)")
     return value
+def _product_fields(raw: Any) -> PayloadShape:
+    try:
+        return PayloadShape.parse(raw)
+    except ValueError as error:
+        raise ConfigError(f"PRODUCT_FIELDS={_shown('PRODUCT_FIELDS', raw)}: {error}") from None
 
 
 def burst_for_rate(rate: float) -> float:
@@ -255,6 +268,10 @@ class CrawlConfig:
     metrics_port: int | None
     metrics_address: str
     metrics_linger: float
+    product_fields: PayloadShape
+    guard_auth_failures: int
+    guard_not_products: int
+    guard_404_streak: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, *, start_id: Any = None,
@@ -317,6 +334,10 @@ class CrawlConfig:
             metrics_port=metrics_port,
             metrics_address=metrics_address,
             metrics_linger=_number("METRICS_LINGER", get("METRICS_LINGER"), float, minimum=0),
+            product_fields=_product_fields(get("PRODUCT_FIELDS")),
+            guard_auth_failures=_number("GUARD_AUTH_FAILURES", get("GUARD_AUTH_FAILURES"), int, minimum=0),
+            guard_not_products=_number("GUARD_NOT_PRODUCTS", get("GUARD_NOT_PRODUCTS"), int, minimum=0),
+            guard_404_streak=_number("GUARD_404_STREAK", get("GUARD_404_STREAK"), int, minimum=0),
         )
 
     @property

@@ -61,6 +61,9 @@ SPIDER_MIDDLEWARES = {
 }
 
 ITEM_PIPELINES = {
+    # Holds back the outcomes of a suspect streak (401/403s, 404s, non-products)
+    # until it is broken; the same object as the extension below.
+    "productcrawler.extensions.guard.WholesaleFailureGuard": 250,
     "productcrawler.pipelines.storage.StoragePipeline": 300,
 }
 
@@ -71,6 +74,8 @@ EXTENSIONS = {
     # Full garbage collections paused the reactor for 60-110 ms every ~2 s,
     # costing the rate limiter its slots (see the module).
     "productcrawler.extensions.gc_tuning.GcTuning": 520,
+    # Stops a crawl whose answers say the configuration is wrong (GUARD_* settings).
+    "productcrawler.extensions.guard.WholesaleFailureGuard": 530,
     # Our progress line replaces Scrapy's per-minute "Crawled N pages" line.
     "scrapy.extensions.logstats.LogStats": None,
     # Telnet console and remote control: open ports nobody asked for.
@@ -89,6 +94,9 @@ RETRY_GIVE_UP_LOG_LEVEL = "DEBUG"
 SCHEDULER = "productcrawler.schedulers.PassScheduler"
 # The pass ledger hands out each id once; a fingerprint set would grow with the range.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
+
+# The wholesale-failure guard (extensions/guard.py); its thresholds are GUARD_* in config.py.
+GUARD_ENABLED = True
 
 # The token bucket (middlewares/ratelimit.py) is the hard cap on requests sent.
 RATE_LIMIT_ENABLED = True

@@ -34,6 +34,9 @@ RETRY_AFTER_HONOURED = f"{PREFIX}/retry/retry_after_honoured"
 RETRY_AFTER_CAPPED = f"{PREFIX}/retry/retry_after_capped"
 RETRY_AFTER_MALFORMED = f"{PREFIX}/retry/retry_after_malformed"
 
+GUARD_HELD = f"{PREFIX}/guard/held"  # outcomes held back while a streak was open
+GUARD_DROPPED = f"{PREFIX}/guard/dropped"  # held outcomes dropped when the guard tripped
+
 
 def cleaning_invalid(field: str) -> str:
     """A value of ``field`` that had to be dropped (stored as NULL)."""

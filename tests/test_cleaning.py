@@ -133,7 +133,7 @@ def test_recoverable_values_are_not_dropped() -> None:
         (b"42", "not_a_product"),
         (b"null", "not_a_product"),
         (b"{}", "not_a_product"),
-        (b'{"error": "rate limited"}', "not_a_product"),
+        (b'{"error": "rate limited"}', "error_envelope"),  # a 200 error answer
         (b'{"product_id": 42}', "not_a_product"),
         (b'{"name": "Phone X"}', "not_a_product"),
         (body(product_id=None), "not_a_product"),

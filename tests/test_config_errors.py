@@ -43,6 +43,12 @@ BAD = [
     ({"REDIS_URL": "http://127.0.0.1:6379"}, (), {}, ["REDIS_URL", "unknown scheme"]),
     ({}, (), {"DATABASE_URL": "oracle://scott:" + SECRET + "@db/x"}, ["DATABASE_URL", "scott:***@", "unknown scheme"]),
     ({}, (), {"MAX_REQUESTS_PER_SECOND": "0"}, ["MAX_REQUESTS_PER_SECOND", "'0'"]),
+    ({"PRODUCT_FIELDS": "sku=data.sku"}, (), {}, ["PRODUCT_FIELDS", "'sku=data.sku'", "unknown column 'sku'"]),
+    ({"PRODUCT_FIELDS": "product_id="}, (), {}, ["PRODUCT_FIELDS", "'product_id='", "the path must be"]),
+    ({"PRODUCT_FIELDS": "name=data..title"}, (), {}, ["PRODUCT_FIELDS", "data..title", "the path must be"]),
+    ({"PRODUCT_FIELDS": "product_id:data.sku"}, (), {}, ["PRODUCT_FIELDS", "not column=path"]),
+    ({}, (), {"PRODUCT_FIELDS": "name=a,name=b"}, ["PRODUCT_FIELDS", "'name=a,name=b'", "named twice"]),
+    ({"GUARD_404_STREAK": "-1"}, (), {}, ["GUARD_404_STREAK", "'-1'", "at least 0"]),
     # A component's own setting, read by the start-up checks too.
     ({"RATE_LIMIT_ENABLED": "maybe"}, (), {}, ["RATE_LIMIT_ENABLED", "'maybe'", "not a boolean"]),
     # Refused by a component while the crawler is built.

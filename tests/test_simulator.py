@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from productcrawler.simulator import SimulatorProcess, catalog
+from productcrawler.simulator import SimulatorProcess, catalog, shapes
 from productcrawler.simulator.faults import FaultConfig, FaultRule
 
 if TYPE_CHECKING:
@@ -45,18 +45,20 @@ class Answer:
         return json.loads(self.body)
 
 
-def get(sim: SimulatorProcess, path: str, timeout: float = 5.0) -> Answer:
+def get(sim: SimulatorProcess, path: str, timeout: float = 5.0,
+        headers: dict[str, str] | None = None) -> Answer:
     url = urlsplit(sim.url)
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
     try:
-        connection.request("GET", path)
+        connection.request("GET", path, headers=headers or {})
         return Answer(connection.getresponse())
     finally:
         connection.close()
 
 
-def get_product(sim: SimulatorProcess, product_id: int | str, timeout: float = 5.0) -> Answer:
-    return get(sim, f"/v1/product/{product_id}", timeout)
+def get_product(sim: SimulatorProcess, product_id: int | str, timeout: float = 5.0,
+                headers: dict[str, str] | None = None) -> Answer:
+    return get(sim, f"/v1/product/{product_id}", timeout, headers)
 
 
 def present_ids(count: int, start: int = 1) -> list[int]:
@@ -82,9 +84,9 @@ def test_product_is_the_catalogue_product(sim: SimulatorProcess, product_id: int
 
 def test_product_looks_like_an_ecommerce_product() -> None:
     item = catalog.product(12_345, VERSION)
-    assert set(item) == {"product_id", "name", "price", "currency", "stock", "category", "brand",
+    assert set(item) == {"id", "name", "price", "currency", "stock", "category", "brand",
                          "rating", "sales_count", "description", "images", "updated_at"}
-    assert item["product_id"] == 12_345 and item["currency"] == "CNY"
+    assert item["id"] == 12_345 and item["currency"] == "CNY"
     assert item["name"].startswith(item["brand"] + " ")
     assert item["category"].count("/") == 1
     assert item["images"][0].startswith("https://")
@@ -228,6 +230,12 @@ def test_not_a_product(sim: SimulatorProcess) -> None:
     assert (answer.status, answer.json()) == (200, {"status": "ok", "data": None})
 
 
+def test_error_envelope(sim: SimulatorProcess) -> None:
+    sim.set_faults(["error200=5"])
+    answer = get_product(sim, 5)
+    assert (answer.status, answer.json()) == (200, {"code": 40004, "msg": "product offline", "data": None})
+
+
 def test_wrong_id(sim: SimulatorProcess) -> None:
     sim.set_faults(["wrongid=5"])
     assert get_product(sim, 5).json() == catalog.product(6, VERSION)
@@ -291,6 +299,12 @@ def test_arrivals_record_every_request(sim: SimulatorProcess) -> None:
     assert sim.stats() == {"total": 3, "by_status": {"200": 1, "404": 1, "503": 1}, "by_fault": {"503": 1}}
 
 
+def test_any_other_path_is_a_recorded_404(sim: SimulatorProcess) -> None:
+    answer = get(sim, "/v2/product/1")
+    assert answer.status == 404
+    assert [a[1:] for a in sim.arrivals()] == [(None, 404, "")]
+
+
 def test_reset_clears_arrivals_and_attempts(sim: SimulatorProcess) -> None:
     sim.set_faults(["503=5"])
     assert get_product(sim, 5).status == 503
@@ -348,3 +362,55 @@ def test_command_line_options_and_exit(sim: SimulatorProcess) -> None:
 def test_a_bad_command_line_fails_to_start() -> None:
     with pytest.raises(RuntimeError, match="failed to start"):
         SimulatorProcess("--fault", "teapot=1").start()
+
+
+# --- shapes and keys ---------------------------------------------------------------
+
+
+def test_default_shape_is_the_articles_id_shape(sim: SimulatorProcess) -> None:
+    product_id = present_ids(1)[0]
+    item = get_product(sim, product_id).json()
+    assert item["id"] == product_id and "product_id" not in item
+
+
+@pytest.mark.parametrize(("shape", "path_to_id"), [
+    ("product_id", ("product_id",)), ("envelope", ("data", "id")), ("renamed", ("data", "sku")),
+    ("shopify", ("product", "id")),
+])
+def test_shapes_can_be_chosen_at_runtime(sim: SimulatorProcess, shape: str, path_to_id: tuple[str, ...]) -> None:
+    product_id = present_ids(1)[0]
+    sim.set_faults([], shape=shape)
+    answer = get_product(sim, product_id).json()
+    assert answer == shapes.shaped(catalog.product(product_id, VERSION), shape)
+    for key in path_to_id:
+        answer = answer[key]
+    assert answer == product_id
+    sim.set_faults([])
+    assert get_product(sim, product_id).json() == catalog.product(product_id, VERSION)
+
+
+def test_an_api_key_is_required_once_set(sim: SimulatorProcess) -> None:
+    product_id = present_ids(1)[0]
+    sim.set_faults([], api_key="right")
+    assert get_product(sim, product_id).status == 401
+    assert get_product(sim, product_id, headers={"Authorization": "Bearer wrong"}).status == 401
+    assert get_product(sim, product_id, headers={"Authorization": "Bearer right"}).status == 200
+    assert [a[2:] for a in sim.arrivals()] == [(401, "unauthorized"), (401, "unauthorized"), (200, "")]
+
+
+def test_revoke_after_answers_401_to_every_later_request(sim: SimulatorProcess) -> None:
+    ids = present_ids(5)
+    sim.set_faults([], revoke_after=3)
+    assert [get_product(sim, i).status for i in ids] == [200, 200, 200, 401, 401]
+    assert sim.stats()["by_fault"] == {"revoked": 2}
+    sim.reset()  # a reset starts the count again
+    assert get_product(sim, ids[0]).status == 200
+
+
+def test_bad_shape_and_key_options_are_rejected(sim: SimulatorProcess) -> None:
+    with pytest.raises(ValueError, match="shape='xml'"):
+        sim.set_faults([], shape="xml")
+    with pytest.raises(ValueError, match="api_key"):
+        FaultConfig.build(api_key="")
+    with pytest.raises(RuntimeError, match="failed to start"):
+        SimulatorProcess("--shape", "xml").start()

@@ -1,11 +1,12 @@
 """``scrapy crawl``, with start-up checks and an exit code that tells the truth.
 
 Replaces Scrapy's command of the same name (COMMANDS_MODULE): a configuration
-error prints one line and exits 2 before anything starts; a crawl that stopped
-for any reason but "finished" or an operator's stop exits 1. With
-``LOG_FORMAT=json`` it logs JSON lines (``structured_logging``). A feed (``-o``,
-``-O``, ``FEEDS``) of the products crawl exports products only, as stored,
-unless it names its own ``item_classes``.
+error prints one line and exits 2 before anything starts; a crawl the
+wholesale-failure guard stopped exits 3; a crawl that stopped for any other
+reason but "finished" or an operator's stop exits 1. With ``LOG_FORMAT=json``
+it logs JSON lines (``structured_logging``). A feed (``-o``, ``-O``, ``FEEDS``)
+of the products crawl exports products only, as stored, unless it names its
+own ``item_classes``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from productcrawler import preflight, stat_keys
 from productcrawler.config import ConfigError
 from productcrawler.structured_logging import JsonLogging, json_requested
+from productcrawler.extensions import guard
 
 if TYPE_CHECKING:
     import argparse
@@ -75,7 +77,9 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1
             return
         reason = crawler.stats.get_value(stat_keys.EXIT_REASON) or crawler.stats.get_value("finish_reason")
-        if reason not in _CLEAN_REASONS:
+        if reason in guard.REASONS.values():
+            self.exitcode = guard.EXIT_CODE  # the answers said the configuration is wrong
+        elif reason not in _CLEAN_REASONS:
             self.exitcode = 1
 
     def _report_config_error(self, task: asyncio.Task[None]) -> None:

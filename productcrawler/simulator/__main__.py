@@ -9,6 +9,7 @@ import sys
 
 from .faults import DEFAULT_RETRY_AFTER, DEFAULT_SLOW_DELAY, MODES, FaultConfig
 from .server import Simulator, serve
+from .shapes import DEFAULT_SHAPE, SHAPES
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="delay of the slow mode in seconds (default %(default)s)")
     parser.add_argument("--rate-limit", metavar="R",
                         help="answer 429 when more than R requests arrive within one second")
+    parser.add_argument("--shape", default=DEFAULT_SHAPE, choices=SHAPES,
+                        help="JSON shape of a product (default %(default)s, the article's)")
+    parser.add_argument("--api-key", metavar="KEY",
+                        help="answer 401 to requests without 'Authorization: Bearer KEY'")
+    parser.add_argument("--revoke-after", metavar="N",
+                        help="answer 401 to every product request after the first N (a revoked key)")
     return parser
 
 
@@ -53,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = FaultConfig.build(args.fault, retry_after=args.retry_after,
-                                   slow_delay=args.slow_delay, rate_limit=args.rate_limit)
+                                   slow_delay=args.slow_delay, rate_limit=args.rate_limit,
+                                   shape=args.shape, api_key=args.api_key, revoke_after=args.revoke_after)
     except ValueError as exc:
         parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,

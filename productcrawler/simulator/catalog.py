@@ -149,7 +149,7 @@ def product(product_id: int, version: int | None = None) -> dict[str, Any]:
     if colours:
         name += " " + colours[colour % len(colours)]
     return {
-        "product_id": product_id,
+        "id": product_id,  # the article's shape; simulator/shapes.py serves the others
         "name": name,
         "price": list_price * _DISCOUNTS[discount] / 100,
         "currency": "CNY",
@@ -191,7 +191,7 @@ def variant(mode: str, product_id: int, version: int) -> dict[str, Any]:
 
 def _dirty(item: dict[str, Any]) -> dict[str, Any]:
     """Values as a sloppy upstream sends them; which form is chosen by the id."""
-    product_id = item["product_id"]
+    product_id = item["id"]
     price, brand, name = item["price"], item["brand"], item["name"]
     rest = name[len(brand) + 1:]
     item.update(

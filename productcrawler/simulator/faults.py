@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .shapes import DEFAULT_SHAPE, SHAPES
+
 # Modes whose answer is a (possibly altered) product object, see catalog.variant().
 PRODUCT_VARIANT_MODES = frozenset({"wrongid", "dirty", "huge", "sqlish", "emoji", "outofrange"})
 MODES = frozenset({
     "429s", "429date", "503", "503ra", "500", "502", "400", "403", "slow", "hang",
-    "truncated", "html", "notproduct", "nested", "badutf8",
+    "truncated", "html", "notproduct", "error200", "nested", "badutf8",
 }) | PRODUCT_VARIANT_MODES
 
 DEFAULT_RETRY_AFTER = 2
@@ -112,18 +114,31 @@ class FaultConfig:
     retry_after: int = DEFAULT_RETRY_AFTER
     slow_delay: float = DEFAULT_SLOW_DELAY
     rate_limit: float | None = None  # requests per sliding second; None: unlimited
+    shape: str = DEFAULT_SHAPE  # the JSON shape of a product, see shapes.py
+    api_key: str | None = None  # None: no key needed; else 401 without "Bearer <key>"
+    revoke_after: int | None = None  # every product request after the first N answers 401
 
     @classmethod
     def build(cls, faults: Iterable[str] = (), *, retry_after: object = DEFAULT_RETRY_AFTER,
-              slow_delay: object = DEFAULT_SLOW_DELAY, rate_limit: object = None) -> FaultConfig:
+              slow_delay: object = DEFAULT_SLOW_DELAY, rate_limit: object = None,
+              shape: object = DEFAULT_SHAPE, api_key: object = None,
+              revoke_after: object = None) -> FaultConfig:
         """Validate raw values (CLI strings or JSON); errors are ``ValueError`` naming the option."""
         if isinstance(faults, str):
             raise ValueError(f"faults={faults!r} must be a list of MODE=IDSPEC[@TIMES] strings")
+        if shape not in SHAPES:
+            raise ValueError(f"shape={shape!r} is not one of {', '.join(SHAPES)}")
+        if api_key is not None and (not isinstance(api_key, str) or not api_key):
+            raise ValueError("api_key must be a non-empty string")
         return cls(
             rules=tuple(FaultRule.parse(str(spec)) for spec in faults),
             retry_after=int(_number("retry_after", retry_after, integer=True)),
             slow_delay=_number("slow_delay", slow_delay),
             rate_limit=None if rate_limit is None else _number("rate_limit", rate_limit, positive=True),
+            shape=str(shape),
+            api_key=api_key,
+            revoke_after=None if revoke_after is None else int(_number("revoke_after", revoke_after,
+                                                                       integer=True)),
         )
 
 

@@ -106,8 +106,9 @@ class SimulatorProcess:
         """Forget arrivals, per-id attempt counts and the rate-limit window."""
         self._call("POST", "/_sim/reset")
 
-    def set_faults(self, faults: Sequence[str] = (), **options: float | None) -> None:
-        """Replace the fault configuration (options: retry_after, slow_delay, rate_limit).
+    def set_faults(self, faults: Sequence[str] = (), **options: object) -> None:
+        """Replace the fault configuration (options: retry_after, slow_delay, rate_limit,
+        shape, api_key, revoke_after).
 
         Options left out take the values the server was started with; attempt
         counts start again. A rejected configuration raises ``ValueError``.

@@ -2,11 +2,13 @@
 
 Routes::
 
-    GET  /v1/product/{id}   the product (200), 404 for missing ids, 400 for invalid ones
+    GET  /v1/product/{id}   the product (200, in the configured shape), 404 for missing ids,
+                            400 for invalid ones, 401 without the configured API key
     GET  /_sim/arrivals     {"arrivals": [[time, id, status, fault], ...]}, optional ?since=<time>
     GET  /_sim/stats        {"total": n, "by_status": {...}, "by_fault": {...}}
     POST /_sim/reset        forget arrivals, attempt counts and the rate-limit window
     POST /_sim/faults       replace the fault configuration, see Simulator.handle_faults
+    GET  anything else      404, recorded in the arrivals with no id
 """
 
 from __future__ import annotations
@@ -27,17 +29,20 @@ from aiohttp import web
 from . import catalog
 from .faults import MODES, PRODUCT_VARIANT_MODES, FaultConfig, FaultPlan
 from .process import LISTENING
+from .shapes import shaped
 
 logger = logging.getLogger(__name__)
 
 RATE_LIMITED = "rate_limited"
+UNAUTHORIZED = "unauthorized"  # no or wrong API key (--api-key)
+REVOKED = "revoked"  # the key was revoked (--revoke-after)
 HANG_SECONDS = 600.0
 NO_RESPONSE = 0  # the status recorded for `hang`, reported as None
 
-_FAULT_NAMES = ("", RATE_LIMITED, *sorted(MODES))
+_FAULT_NAMES = ("", RATE_LIMITED, UNAUTHORIZED, REVOKED, *sorted(MODES))
 _FAULT_CODES = {name: code for code, name in enumerate(_FAULT_NAMES)}
 _ERROR_MESSAGES = {
-    400: "bad request", 403: "forbidden", 404: "product not found", 429: "too many requests",
+    400: "bad request", 401: "invalid API key", 403: "forbidden", 404: "product not found", 429: "too many requests",
     500: "internal server error", 502: "bad gateway", 503: "service unavailable",
 }
 _NESTED_BODY = b"[" * 100_000 + b"]" * 100_000
@@ -48,6 +53,10 @@ _MAINTENANCE_PAGE = """<!DOCTYPE html>
 <p>网关正在升级，请稍后再试。The gateway is being upgraded, please try again later.</p>
 </body></html>
 """.encode()
+
+
+#: The options of POST /_sim/faults besides the fault list (FaultConfig.build's keywords).
+_OPTIONS = ("retry_after", "slow_delay", "rate_limit", "shape", "api_key", "revoke_after")
 
 
 def _dumps(obj: Any) -> bytes:
@@ -135,6 +144,8 @@ class Simulator:
     def _configure(self, config: FaultConfig) -> None:
         self.plan = FaultPlan(config)
         self.window = None if config.rate_limit is None else SlidingWindow(config.rate_limit)
+        self._authorization = None if config.api_key is None else f"Bearer {config.api_key}"
+        self._answered = 0  # product requests since the configuration, for revoke_after
 
     def make_app(self) -> web.Application:
         app = web.Application()
@@ -143,13 +154,28 @@ class Simulator:
         app.router.add_get("/_sim/stats", self.handle_stats)
         app.router.add_post("/_sim/reset", self.handle_reset)
         app.router.add_post("/_sim/faults", self.handle_faults)
+        # Any other path (a crawler with a wrong API_BASE_URL): a 404, recorded with no id.
+        app.router.add_get("/{path:.*}", self.handle_unknown)
         return app
+
+    async def handle_unknown(self, request: web.Request) -> web.Response:
+        self.arrivals.append(time.time(), None, 404, "")
+        return _error(404, "no such route")
 
     async def handle_product(self, request: web.Request) -> web.Response:
         arrived = time.time()
         product_id = _parse_id(request.match_info["product_id"])
         fault = ""
-        if self.window is not None and not self.window.admit(arrived):
+        config = self.plan.config
+        self._answered += 1
+        if config.revoke_after is not None and self._answered > config.revoke_after:
+            fault = REVOKED
+            response = _error(401, "API key revoked")
+        elif (self._authorization is not None
+              and request.headers.get("Authorization") != self._authorization):
+            fault = UNAUTHORIZED
+            response = _error(401)
+        elif self.window is not None and not self.window.admit(arrived):
             fault = RATE_LIMITED
             response = _error(429, retry_after="1")
         elif product_id is None:
@@ -167,12 +193,13 @@ class Simulator:
 
     def _answer(self, fault: str, product_id: int, version: int, now: float) -> web.Response:
         config = self.plan.config
+        shape = config.shape
         if fault in ("", "slow", "hang"):
             if catalog.is_missing(product_id):
                 return _error(404)
-            return _json(200, _dumps(catalog.product(product_id, version)))
+            return _json(200, _dumps(shaped(catalog.product(product_id, version), shape)))
         if fault in PRODUCT_VARIANT_MODES:
-            return _json(200, _dumps(catalog.variant(fault, product_id, version)))
+            return _json(200, _dumps(shaped(catalog.variant(fault, product_id, version), shape)))
         if fault in ("429s", "503ra"):
             return _error(int(fault[:3]), retry_after=str(config.retry_after))
         if fault == "429date":
@@ -180,18 +207,20 @@ class Simulator:
         if fault in ("400", "403", "500", "502", "503"):
             return _error(int(fault))
         if fault == "truncated":
-            body = _dumps(catalog.product(product_id, version))
+            body = _dumps(shaped(catalog.product(product_id, version), shape))
             return _json(200, body[:len(body) // 2])
         if fault == "html":
             return web.Response(body=_MAINTENANCE_PAGE, content_type="text/html", charset="utf-8")
         if fault == "notproduct":
             return _json(200, b'{"status":"ok","data":null}')
+        if fault == "error200":  # an API that reports errors in a 200 envelope
+            return _json(200, b'{"code":40004,"msg":"product offline","data":null}')
         if fault == "nested":
             return _json(200, _NESTED_BODY)
         if fault == "badutf8":
             item = catalog.product(product_id, version)
             item["name"] = item["name"].replace(" ", f" {_BAD_UTF8_MARK}", 1)
-            return _json(200, _dumps(item).replace(_BAD_UTF8_MARK.encode(), b"\xff\xfe\xc3", 1))
+            return _json(200, _dumps(shaped(item, shape)).replace(_BAD_UTF8_MARK.encode(), b"\xff\xfe\xc3", 1))
         raise AssertionError(f"unhandled fault mode {fault!r}")
 
     async def handle_arrivals(self, request: web.Request) -> web.Response:
@@ -213,28 +242,29 @@ class Simulator:
     async def handle_faults(self, request: web.Request) -> web.Response:
         """Replace the fault configuration and forget attempt counts.
 
-        Body: ``{"faults": [...], "retry_after": S, "slow_delay": S, "rate_limit": R or null}``;
-        an option left out takes the value the server was started with.
+        Body: ``{"faults": [...], "retry_after": S, "slow_delay": S, "rate_limit": R or null,
+        "shape": NAME, "api_key": KEY or null, "revoke_after": N or null}``; an option left
+        out takes the value the server was started with.
         """
         try:
             body = await request.json()
             if not isinstance(body, dict):
                 raise ValueError("the body must be a JSON object")
-            unknown = set(body) - {"faults", "retry_after", "slow_delay", "rate_limit"}
+            unknown = set(body) - {"faults", *_OPTIONS}
             if unknown:
                 raise ValueError(f"unknown option(s) {', '.join(sorted(unknown))}")
             startup = self.startup_config
             config = FaultConfig.build(
                 body.get("faults", []),
-                retry_after=body.get("retry_after", startup.retry_after),
-                slow_delay=body.get("slow_delay", startup.slow_delay),
-                rate_limit=body.get("rate_limit", startup.rate_limit),
+                **{name: body.get(name, getattr(startup, name)) for name in _OPTIONS},
             )
         except ValueError as exc:  # json.JSONDecodeError is a ValueError
             return _error(400, str(exc))
         self._configure(config)
-        logger.info("Fault configuration replaced: %d rule(s), retry_after=%s, slow_delay=%s, rate_limit=%s",
-                    len(config.rules), config.retry_after, config.slow_delay, config.rate_limit)
+        logger.info("Fault configuration replaced: %d rule(s), retry_after=%s, slow_delay=%s, rate_limit=%s, "
+                    "shape=%s, api_key=%s, revoke_after=%s", len(config.rules), config.retry_after,
+                    config.slow_delay, config.rate_limit, config.shape,
+                    "set" if config.api_key else "none", config.revoke_after)
         return _json(200, b'{"status":"ok"}')
 
 
@@ -249,10 +279,10 @@ async def serve(simulator: Simulator, host: str, port: int) -> None:
         url_host = f"[{host}]" if ":" in host else host
         print(f"{LISTENING} http://{url_host}:{bound_port}", flush=True)
         config = simulator.startup_config
-        logger.info("Simulator on http://%s:%d: catalog version %s, %d fault rule(s), rate limit %s",
-                    url_host, bound_port,
+        logger.info("Simulator on http://%s:%d: catalog version %s, shape %s, %d fault rule(s), "
+                    "rate limit %s", url_host, bound_port,
                     "current hour" if simulator.catalog_version is None else simulator.catalog_version,
-                    len(config.rules), config.rate_limit)
+                    config.shape, len(config.rules), config.rate_limit)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

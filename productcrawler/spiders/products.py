@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
 
+from productcrawler import signals as signals_
 from productcrawler import stat_keys
 from productcrawler.cleaning import BadResponse, parse_product
 from productcrawler.config import CrawlConfig
@@ -121,9 +122,11 @@ class ProductsSpider(Spider):
             return [self.retry_policy.give_up(request, reason=f"http_{status}", http_status=status)]
         product_id = request.meta["product_id"]
         try:
-            item, dropped = parse_product(response.body, product_id, utcnow())
+            item, dropped = parse_product(response.body, product_id, utcnow(), self.config.product_fields)
         except BadResponse as bad:
             self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
+            # The wholesale-failure guard counts these (extensions/guard.py).
+            self.crawler.signals.send_catch_log(signals_.bad_response, request=response.request, error=bad)
             logger.debug("Product %d: bad response (%s: %s)", product_id, bad.reason, bad.detail)
             return [self.retry_policy.next_step(request, reason=f"bad_response/{bad.reason}",
                                                 http_status=status)]

@@ -1,0 +1,249 @@
+"""Stop a crawl whose answers say the configuration is wrong, before it records anything.
+
+The guard follows three streaks of answers, each with a threshold (0 turns it off):
+
+==============  ===================================  ====================  =====================
+streak          grows with each                      broken by             the message names
+==============  ===================================  ====================  =====================
+auth            401 or 403                           any 2xx or 404        ``API_KEY``
+not a product   200 that is not a product            a product             the keys found and
+                (``not_a_product``, ``id_mismatch``,                       ``PRODUCT_FIELDS``
+                ``error_envelope``)
+404             404                                  a product             ``API_BASE_URL`` and
+                                                                           one URL requested
+==============  ===================================  ====================  =====================
+
+The outcomes an open streak would produce (``failed`` for 401/403 or a
+non-product, ``missing`` for a 404 — which also removes the id's product row)
+are held back here, before the storage pipeline. A broken streak lets them
+through; a streak that reaches its threshold trips the guard: the crawl stops
+(exit code 3), one ERROR line says what was seen and what to check, and every
+held outcome is dropped, so those ids stay pending and the next run resumes
+the pass. A run of 404s from a wrong URL therefore never removes a stored
+product, and a revoked key records no ``failed`` rows. A 404 streak is broken
+only by a product (not by any 200), so that no ``missing`` outcome is written
+while the answers are not products either.
+
+When nothing is in flight and a streak is still open (the range ended on it,
+or every other id waits for a retry) there are too few answers to tell a wrong
+configuration from ids that really are missing or forbidden: the held
+outcomes are written. After an operator's stop they are dropped instead.
+
+One instance serves as the extension (it watches answers) and as the item
+pipeline stage (it holds outcomes): ``from_crawler`` returns the crawler's one
+guard to both.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.defer import Deferred
+from twisted.internet.task import LoopingCall
+
+from productcrawler import signals as our_signals
+from productcrawler import stat_keys
+from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.items import MISSING, FailureItem, ProductItem
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+    from productcrawler.payload import BadResponse
+
+logger = logging.getLogger(__name__)
+
+#: The exit code of a crawl the guard stopped (README, "Exit codes").
+EXIT_CODE = 3
+AUTH, NOT_PRODUCT, NOT_FOUND = "auth", "not_product", "not_found"
+#: Finish reasons of a tripped guard, by streak.
+REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak"}
+NOT_PRODUCT_REASONS = frozenset({"not_a_product", "error_envelope", "id_mismatch"})
+_AUTH_STATUSES = frozenset({401, 403})
+_BAD_RESPONSE_PREFIX = "bad_response/"
+#: Seconds between looks at whether held outcomes wait for answers that won't come.
+IDLE_CHECK_INTERVAL = 0.5
+_ATTRIBUTE = "_productcrawler_guard"
+
+
+class _Streak:
+    __slots__ = ("held", "kind", "last", "length", "limit", "url")
+
+    def __init__(self, kind: str, limit: int) -> None:
+        self.kind = kind
+        self.limit = limit
+        self.length = 0
+        self.held: list[Deferred[None]] = []
+        self.url = ""  # the last URL of the streak
+        self.last: Any = None  # its last status, or the BadResponse
+
+
+class WholesaleFailureGuard:
+    def __init__(self, crawler: Crawler, config: CrawlConfig) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.config = config
+        self._auth = _Streak(AUTH, config.guard_auth_failures)
+        self._not_product = _Streak(NOT_PRODUCT, config.guard_not_products)
+        self._not_found = _Streak(NOT_FOUND, config.guard_404_streak)
+        self._streaks = (self._auth, self._not_product, self._not_found)
+        self.tripped: str | None = None
+        self._products = 0  # products seen in this run (a healthy start, for the message)
+        self._idle_check = LoopingCall(self._release_if_idle)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> WholesaleFailureGuard:
+        guard = getattr(crawler, _ATTRIBUTE, None)
+        if guard is not None:
+            return guard
+        if not _enabled(crawler):
+            raise NotConfigured
+        guard = cls(crawler, CrawlConfig.from_settings(crawler.settings))
+        crawler.signals.connect(guard.response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(guard.bad_response, signal=our_signals.bad_response)
+        crawler.signals.connect(guard.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(guard.spider_closed, signal=signals.spider_closed)
+        setattr(crawler, _ATTRIBUTE, guard)
+        return guard
+
+    # -- watching answers (extension) ------------------------------------------
+
+    def response_downloaded(self, response: Response, request: Request) -> None:
+        status = response.status
+        if status < 300:
+            if self._auth.length:
+                self._release(self._auth, reset=True)
+        elif status == 404:
+            if self._auth.length:
+                self._release(self._auth, reset=True)
+            self._grow(self._not_found, request.url, status)
+        elif status in _AUTH_STATUSES:
+            self._grow(self._auth, request.url, status)
+
+    def bad_response(self, request: Request, error: BadResponse) -> None:
+        if error.reason in NOT_PRODUCT_REASONS:
+            self._grow(self._not_product, request.url, error)
+
+    def _grow(self, streak: _Streak, url: str, last: Any) -> None:
+        if self.tripped is not None or not streak.limit:
+            return
+        streak.length += 1
+        streak.url, streak.last = url, last
+        if streak.length >= streak.limit:
+            self._trip(streak)
+
+    # -- holding outcomes (item pipeline stage) ----------------------------------
+
+    async def process_item(self, item: Any) -> Any:
+        if type(item) is ProductItem:
+            self._products += 1
+            if self._not_product.length:
+                self._release(self._not_product, reset=True)
+            if self._not_found.length:
+                self._release(self._not_found, reset=True)
+            return item
+        streak = self._streak_of(item)
+        if streak is None:
+            return item
+        if self.tripped is not None:
+            self.stats.inc_value(stat_keys.GUARD_DROPPED)
+            raise DropItem(f"not recorded: the guard stopped the crawl ({REASONS[self.tripped]})",
+                           log_level="DEBUG")
+        if not streak.length:  # the streak was broken before this outcome got here
+            return item
+        held: Deferred[None] = Deferred()
+        streak.held.append(held)
+        self.stats.inc_value(stat_keys.GUARD_HELD)
+        await maybe_deferred_to_future(held)  # DropItem if the guard trips meanwhile
+        return item
+
+    def _streak_of(self, item: Any) -> _Streak | None:
+        if type(item) is not FailureItem:
+            return None
+        if item.outcome == MISSING:
+            return self._not_found
+        if item.http_status in _AUTH_STATUSES:
+            return self._auth
+        reason = item.reason
+        if reason.startswith(_BAD_RESPONSE_PREFIX) and reason[len(_BAD_RESPONSE_PREFIX):] in NOT_PRODUCT_REASONS:
+            return self._not_product
+        return None
+
+    def _release(self, streak: _Streak, *, reset: bool) -> None:
+        if reset:
+            streak.length = 0
+        held, streak.held = streak.held, []
+        for deferred in held:
+            deferred.callback(None)
+
+    def _drop_all(self, reason: str) -> None:
+        for streak in self._streaks:
+            held, streak.held = streak.held, []
+            for deferred in held:
+                self.stats.inc_value(stat_keys.GUARD_DROPPED)
+                deferred.errback(DropItem(f"not recorded: {reason}", log_level="DEBUG"))
+
+    def spider_opened(self) -> None:
+        self._idle_check.start(IDLE_CHECK_INTERVAL, now=False)
+
+    def spider_closed(self) -> None:
+        if self._idle_check.running:
+            self._idle_check.stop()
+
+    def _release_if_idle(self) -> None:
+        """Nothing in flight can break or extend the open streaks: settle what they hold."""
+        if not any(streak.held for streak in self._streaks):
+            return
+        if self.crawler.engine.downloader.active:
+            return
+        if not self.crawler.crawling:  # an operator's stop: the next run fetches them again
+            self._drop_all("the crawl was stopped")
+            return
+        for streak in self._streaks:
+            self._release(streak, reset=False)
+
+    # -- tripping ----------------------------------------------------------------
+
+    def _trip(self, streak: _Streak) -> None:
+        self.tripped = streak.kind
+        reason = REASONS[streak.kind]
+        logger.error("Stopping the crawl: %s. Nothing was recorded for these ids and no product row "
+                     "was removed; the next run resumes the pass.", self._diagnosis(streak))
+        self.stats.set_value(stat_keys.EXIT_REASON, reason)
+        self._drop_all(f"the guard stopped the crawl ({reason})")
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))
+
+    def _diagnosis(self, streak: _Streak) -> str:
+        """What was seen and what to check, for the one ERROR line."""
+        count = streak.length
+        if streak.kind == AUTH:
+            key = "set" if self.config.api_key else "not set"
+            if self._products:
+                return (f"{count} answers in a row were HTTP 401/403 (last: {streak.last} for {streak.url}) "
+                        f"after {self._products} products in this run: the API key was refused, "
+                        f"perhaps revoked; check API_KEY ({key})")
+            return (f"the API refused every request: {count} answers in a row were HTTP 401/403 "
+                    f"(last: {streak.last} for {streak.url}); check API_KEY ({key})")
+        if streak.kind == NOT_PRODUCT:
+            error = streak.last
+            keys = ", ".join(error.keys) if error.keys else "none"
+            return (f"{count} answers in a row were 200s without a product (last: {error}; keys found: "
+                    f"{keys}; URL {streak.url}); check PRODUCT_FIELDS "
+                    f"({self.config.product_fields.describe()}) against one answer of the API")
+        return (f"{count} answers were HTTP 404 with no product in between, which the API's usual "
+                f"share of missing ids cannot explain; check API_BASE_URL ({self.config.api_base_url}): one URL requested "
+                f"was {streak.url} (if the range really has a gap this long, raise GUARD_404_STREAK)")
+
+
+def _enabled(crawler: Crawler) -> bool:
+    try:
+        return crawler.settings.getbool("GUARD_ENABLED", True)
+    except ValueError:
+        raise ConfigError(f"GUARD_ENABLED={crawler.settings.get('GUARD_ENABLED')!r} is not a boolean; "
+                          "expected True/False, 1/0, 'true'/'false'") from None

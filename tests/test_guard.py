@@ -1,0 +1,171 @@
+"""A crawl failing wholesale stops itself within seconds, exits 3, and records and removes nothing.
+
+Each case first stores a finished pass (ids 1..EARLIER), then runs the broken
+configuration over the default range (1..50,000) and checks: the exit code, the
+one ERROR line, the time to stop (the simulator's arrival record and the log's
+timestamps), that no row of either table changed, and that the pass is left
+to resume.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from productcrawler.extensions.guard import EXIT_CODE
+from productcrawler.simulator import catalog, shapes
+from tests.conftest import REDIS_URL, mysql_query, run_crawl
+from tests.helpers import log_lines, log_time, mysql_execute, table
+
+EARLIER = 200
+#: Seconds a tripped crawl may keep sending (thresholds are reached within a
+#: second at 500/s; the rest is slack for a loaded machine). The whole range takes 100 s.
+STOP_WITHIN = 5.0
+
+
+@pytest.fixture
+def earlier_pass(clean_simulator, mysql_url):
+    """A finished pass over 1..EARLIER; returns both tables as they were."""
+    result = run_crawl("-a", "start_id=1", "-a", f"end_id={EARLIER}",
+                       settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url})
+    assert result.returncode == 0, result.stderr[-3000:]
+    products, failures = table(mysql_url, "products"), table(mysql_url, "crawl_failures")
+    assert len(products) > EARLIER * 0.9 and failures
+    clean_simulator.reset()
+    return products, failures
+
+
+def assert_stopped_harmlessly(result, simulator, mysql_url, earlier, words, max_requests):
+    assert result.returncode == EXIT_CODE, result.stderr[-3000:]
+    errors = log_lines(result.stderr, "ERROR")
+    assert len(errors) == 1, errors
+    assert "[productcrawler.extensions.guard] ERROR: Stopping the crawl: " in errors[0]
+    for word in words:
+        assert word in errors[0], (word, errors[0])
+    # Seconds, not the whole range: few requests, sent over a short time.
+    arrivals = simulator.arrivals()
+    assert 0 < len(arrivals) <= max_requests, len(arrivals)
+    assert arrivals[-1][0] - arrivals[0][0] < STOP_WITHIN
+    stopped = log_time(result.stderr, "Stopping the crawl") - log_time(result.stderr, "Starting pass")
+    assert stopped.total_seconds() <= STOP_WITHIN
+    # Nothing recorded, nothing removed: both tables exactly as the earlier pass left them.
+    assert table(mysql_url, "products") == earlier[0]
+    assert table(mysql_url, "crawl_failures") == earlier[1]
+    assert "0 stored, 0 missing, 0 failed in this run" in result.stderr
+    # The pass is left to resume.
+    assert "is not complete" in result.stderr and "the next run resumes it" in result.stderr
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_passes WHERE start_id = 1 AND end_id = 50000 "
+                                  "AND finished_at IS NULL") == [(1,)]
+
+
+def test_wrong_api_key(clean_simulator, mysql_url, earlier_pass):
+    clean_simulator.set_faults([], api_key="the-right-key")
+    result = run_crawl(settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url,
+                                 "API_KEY": "a-wrong-key"})
+    assert_stopped_harmlessly(result, clean_simulator, mysql_url, earlier_pass,
+                              ["HTTP 401/403", "check API_KEY (set)", "/v1/product/"], max_requests=200)
+    assert "a-wrong-key" not in result.stderr
+
+
+def test_wrong_api_base_url_path_removes_no_product(clean_simulator, mysql_url, earlier_pass):
+    wrong = clean_simulator.url + "/v2"
+    result = run_crawl(settings={"API_BASE_URL": wrong, "DATABASE_URL": mysql_url})
+    assert_stopped_harmlessly(result, clean_simulator, mysql_url, earlier_pass,
+                              ["500 answers were HTTP 404 with no product in between", f"check API_BASE_URL ({wrong})",
+                               f"one URL requested was {wrong}/product/"], max_requests=1000)
+
+
+def test_answers_in_another_shape_without_product_fields(clean_simulator, mysql_url, earlier_pass):
+    clean_simulator.set_faults([], shape="renamed")
+    result = run_crawl(settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url})
+    assert_stopped_harmlessly(result, clean_simulator, mysql_url, earlier_pass,
+                              ["200s without a product", "keys found: data, data.sku, data.title",
+                               "check PRODUCT_FIELDS (unset)"], max_requests=200)
+
+
+def test_product_fields_that_do_not_match_the_answers(clean_simulator, mysql_url, earlier_pass):
+    result = run_crawl(settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url,
+                                 "PRODUCT_FIELDS": shapes.PRODUCT_FIELDS["renamed"]})
+    assert_stopped_harmlessly(result, clean_simulator, mysql_url, earlier_pass,
+                              ["200s without a product", "keys found: id, name, price",
+                               "check PRODUCT_FIELDS (product_id=data.sku,"], max_requests=200)
+
+
+def test_every_answer_an_error_envelope(clean_simulator, mysql_url, earlier_pass):
+    clean_simulator.set_faults(["error200=1-50000@*"])
+    result = run_crawl(settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url})
+    assert_stopped_harmlessly(result, clean_simulator, mysql_url, earlier_pass,
+                              ["error_envelope: error code=40004 ('product offline')", "keys found: code, msg, data",
+                               "check PRODUCT_FIELDS"], max_requests=200)
+
+
+def test_a_key_revoked_mid_crawl_stops_the_crawl_and_the_pass_resumes(clean_simulator, mysql_url):
+    end, revoke_after = 5000, 1500
+    clean_simulator.set_faults([], revoke_after=revoke_after)
+    settings = {"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url}
+    result = run_crawl("-a", "start_id=1", "-a", f"end_id={end}", settings=settings)
+    assert result.returncode == EXIT_CODE, result.stderr[-3000:]
+    errors = log_lines(result.stderr, "ERROR")
+    assert len(errors) == 1 and "perhaps revoked; check API_KEY" in errors[0], errors
+
+    arrivals = clean_simulator.arrivals()
+    first_401 = next(at for at, _id, status, _fault in arrivals if status == 401)
+    assert arrivals[-1][0] - first_401 < STOP_WITHIN
+    assert len(arrivals) < revoke_after + 300
+    # Nothing failed; every row written belongs to an answer given before the revocation.
+    answered = {product_id: status for _at, product_id, status, _fault in arrivals if status != 401}
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures WHERE outcome = 'failed'") == [(0,)]
+    stored = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products")}
+    missing = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM crawl_failures")}
+    assert stored and all(answered.get(i) == 200 for i in stored)
+    assert all(answered.get(i) == 404 for i in missing)
+
+    # With a valid key again, the next run resumes the pass and completes it.
+    clean_simulator.set_faults([])
+    clean_simulator.reset()
+    again = run_crawl("-a", "start_id=1", "-a", f"end_id={end}", settings=settings)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Resuming pass 1" in again.stderr
+    resent = {product_id for _at, product_id, _status, _fault in clean_simulator.arrivals()}
+    assert not resent & (stored | missing)  # what was recorded is not fetched again
+    stored = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products")}
+    missing = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM crawl_failures "
+                                                    "WHERE outcome = 'missing'")}
+    assert stored == {i for i in range(1, end + 1) if not catalog.is_missing(i)}
+    assert missing == {i for i in range(1, end + 1) if catalog.is_missing(i)}
+
+
+def test_a_missing_id_still_loses_its_stale_row_when_the_range_ends_on_404s(clean_simulator, mysql_url):
+    # The last ids of the range are missing: their streak is never broken by a
+    # 200, so their outcomes are written once nothing is left in flight.
+    end = next(i for i in range(150, 5000) if catalog.is_missing(i))
+    settings = {"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url}
+    first = run_crawl("-a", "start_id=1", "-a", "end_id=2", settings=settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    stale = [i for i in range(1, end + 1) if catalog.is_missing(i)]
+    # Products the API has since removed.
+    mysql_execute(mysql_url, "INSERT INTO products (product_id, name, update_time) VALUES (%s, 'gone', '2020-01-01 00:00:00')",
+                  [(i,) for i in stale])
+    result = run_crawl("-a", "start_id=1", "-a", f"end_id={end}", settings=settings)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products WHERE name = 'gone'") == [(0,)]
+    missing = [r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM crawl_failures "
+                                                    "WHERE outcome = 'missing' ORDER BY product_id")]
+    assert missing == stale and missing[-1] == end
+    assert "Finished (finished)" in result.stderr
+
+
+def test_a_shared_pass_stopped_by_the_guard_is_resumed_with_nothing_lost(clean_simulator, mysql_url, redis_prefix):
+    end = 3000
+    settings = {"DATABASE_URL": mysql_url, "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": redis_prefix}
+    wrong = run_crawl("-a", "start_id=1", "-a", f"end_id={end}",
+                      settings={**settings, "API_BASE_URL": clean_simulator.url + "/v2"})
+    assert wrong.returncode == EXIT_CODE, wrong.stderr[-3000:]
+    assert table(mysql_url, "products") == [] and table(mysql_url, "crawl_failures") == []
+    right = run_crawl("-a", "start_id=1", "-a", f"end_id={end}",
+                      settings={**settings, "API_BASE_URL": clean_simulator.base_url})
+    assert right.returncode == 0, right.stderr[-3000:]
+    stored = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products")}
+    missing = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM crawl_failures "
+                                                    "WHERE outcome = 'missing'")}
+    assert stored == {i for i in range(1, end + 1) if not catalog.is_missing(i)}
+    assert missing == {i for i in range(1, end + 1) if catalog.is_missing(i)}

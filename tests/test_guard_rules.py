@@ -1,0 +1,132 @@
+"""The guard's streak rules, on the component itself: what grows, breaks and trips each streak."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.utils.test import get_crawler
+
+from productcrawler import stat_keys
+from productcrawler.config import ConfigError
+from productcrawler.extensions.guard import WholesaleFailureGuard
+from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
+from productcrawler.payload import BadResponse
+
+URL = "http://api.test/v1/product/{}"
+
+
+class ProductSpider(Spider):
+    name = "products"
+
+
+class StubEngine:
+    """Records the reason the guard closes the spider with (no crawl runs here)."""
+
+    def __init__(self) -> None:
+        self.closed: list[str] = []
+
+    async def close_spider_async(self, *, reason: str) -> None:
+        self.closed.append(reason)
+
+
+def make_guard(**settings: Any) -> WholesaleFailureGuard:
+    crawler = get_crawler(ProductSpider, settings_dict=settings)
+    crawler.stats.open_spider()
+    crawler.engine = StubEngine()
+    return WholesaleFailureGuard.from_crawler(crawler)
+
+
+def answer(guard: WholesaleFailureGuard, status: int, product_id: int = 1) -> None:
+    request = Request(URL.format(product_id))
+    guard.response_downloaded(Response(request.url, status=status, request=request), request)
+
+
+def product(guard: WholesaleFailureGuard, product_id: int = 1) -> None:
+    """A product reaches the guard's pipeline stage (never held: returns at once)."""
+    item = ProductItem(product_id, "x", None, None, None, None, None, None, datetime(2024, 1, 1))
+    coroutine = guard.process_item(item)
+    with pytest.raises(StopIteration):
+        coroutine.send(None)
+
+
+def test_one_guard_serves_as_extension_and_pipeline_stage() -> None:
+    crawler = get_crawler(ProductSpider)
+    assert WholesaleFailureGuard.from_crawler(crawler) is WholesaleFailureGuard.from_crawler(crawler)
+
+
+def test_auth_failures_trip_at_the_threshold_and_any_other_answer_breaks_them(caplog) -> None:
+    guard = make_guard(GUARD_AUTH_FAILURES=5)
+    for status in (401, 403, 401, 401):
+        answer(guard, status)
+    answer(guard, 404)  # the key worked for that one
+    for _ in range(4):
+        answer(guard, 401)
+    assert guard.tripped is None
+    with caplog.at_level(logging.ERROR):
+        answer(guard, 403, product_id=77)
+    assert guard.tripped == "auth"
+    assert guard.stats.get_value(stat_keys.EXIT_REASON) == "guard_auth_failures"
+    assert guard.crawler.engine.closed == ["guard_auth_failures"]
+    [record] = caplog.records
+    assert "5 answers in a row were HTTP 401/403 (last: 403 for http://api.test/v1/product/77)" in record.message
+    assert "check API_KEY (not set)" in record.message and "\n" not in record.message
+
+
+def test_a_404_streak_is_broken_by_a_product_not_by_any_200() -> None:
+    guard = make_guard(GUARD_404_STREAK=3)
+    answer(guard, 404)
+    answer(guard, 404)
+    answer(guard, 200)  # a 200 that turns out not to be a product proves nothing
+    product(guard)
+    answer(guard, 404)
+    answer(guard, 404)
+    assert guard.tripped is None
+    answer(guard, 404)
+    assert guard.tripped == "not_found"
+
+
+def test_non_products_count_only_shape_reasons() -> None:
+    guard = make_guard(GUARD_NOT_PRODUCTS=2)
+    request = Request(URL.format(1))
+    guard.bad_response(request, BadResponse("html"))
+    guard.bad_response(request, BadResponse("truncated"))
+    assert guard.tripped is None  # a maintenance page is the API's trouble, not our configuration
+    guard.bad_response(request, BadResponse("not_a_product", "no product id", ("data",)))
+    guard.bad_response(request, BadResponse("error_envelope", "error code=1", ("code", "data")))
+    assert guard.tripped == "not_product"
+
+
+def test_a_threshold_of_zero_turns_that_check_off() -> None:
+    guard = make_guard(GUARD_404_STREAK=0)
+    for product_id in range(1, 2000):
+        answer(guard, 404, product_id)
+    assert guard.tripped is None
+
+
+@pytest.mark.parametrize(("item", "streak"), [
+    (FailureItem(1, MISSING, 404, "not_found", 1), "not_found"),
+    (FailureItem(1, FAILED, 401, "http_401", 1), "auth"),
+    (FailureItem(1, FAILED, 403, "http_403", 1), "auth"),
+    (FailureItem(1, FAILED, 200, "bad_response/not_a_product", 4), "not_product"),
+    (FailureItem(1, FAILED, 200, "bad_response/error_envelope", 4), "not_product"),
+    (FailureItem(1, FAILED, 200, "bad_response/id_mismatch", 4), "not_product"),
+    (FailureItem(1, FAILED, 200, "bad_response/html", 4), None),
+    (FailureItem(1, FAILED, 503, "http_503", 4), None),
+    (FailureItem(1, FAILED, 400, "http_400", 1), None),
+])
+def test_which_outcomes_a_streak_holds_back(item: FailureItem, streak: str | None) -> None:
+    held = make_guard()._streak_of(item)
+    assert (held.kind if held is not None else None) == streak
+
+
+def test_guard_enabled_switch() -> None:
+    with pytest.raises(NotConfigured):
+        make_guard(GUARD_ENABLED=False)
+    with pytest.raises(ConfigError, match="GUARD_ENABLED='maybe' is not a boolean"):
+        make_guard(GUARD_ENABLED="maybe")

@@ -129,7 +129,7 @@ def test_fetch_prints_a_product_and_a_404_without_database_or_redis(clean_simula
     env = standalone_env(clean_simulator)
     product = run_scrapy("fetch", "--nolog", f"{clean_simulator.base_url}/product/1", env=env)
     assert product.returncode == 0, product.stderr[-3000:]
-    assert json.loads(product.stdout)["product_id"] == 1
+    assert json.loads(product.stdout)["id"] == 1
     absent = run_scrapy("fetch", f"{clean_simulator.base_url}/product/{missing}", env=env)
     assert absent.returncode == 0, absent.stderr[-3000:]
     assert "not found" in absent.stdout
@@ -148,7 +148,7 @@ def test_fetch_retries_like_a_crawl_then_prints_the_last_answer(clean_simulator)
 
 
 def test_shell_fetches_with_the_aiohttp_handler_without_database_or_redis(clean_simulator):
-    code = ("(response.status, response.json()['product_id'], "
+    code = ("(response.status, response.json()['id'], "
             "type(crawler.engine.downloader.handlers._get_handler('http')).__mro__[1].__name__)")
     result = run_scrapy("shell", "--nolog", "-c", code, f"{clean_simulator.base_url}/product/1",
                         env=standalone_env(clean_simulator))

@@ -58,6 +58,14 @@ DEFAULTS: dict[str, Any] = {
     "PROGRESS_INTERVAL": 10.0,
     "METRICS_PORT": None,
     "METRICS_ADDRESS": "127.0.0.1",
+    # The proxy pool (productcrawler/proxies/config.py reads and checks these).
+    "PROXY_URLS": None,
+    "PROXY_SCORE_SUCCESS": 5.0,
+    "PROXY_SCORE_FAILURE": 20.0,
+    "PROXY_SCORE_MIN": 50.0,
+    "PROXY_REST_BASE": 10.0,
+    "PROXY_REST_MAX": 300.0,
+    "PROXY_MAX_REQUESTS_PER_SECOND": None,
 }
 
 

@@ -116,3 +116,23 @@ def run_crawl(*args: str, settings: dict[str, Any] | None = None, env: dict[str,
     """Run the real ``scrapy crawl products`` and wait for it."""
     return subprocess.run(crawl_command(*args, settings=settings), cwd=ROOT, env=env or crawl_env(),
                           capture_output=True, text=True, timeout=timeout, check=False)
+
+
+#: The local proxies' credentials (the crawl must send them: they answer 407 otherwise).
+PROXY_USER, PROXY_PASSWORD = "crawler", "pr0xy-s3cret"
+
+
+@pytest.fixture(scope="session")
+def proxy_farm() -> Iterator[Any]:
+    """Three local forwarding HTTP proxies (productcrawler.simulator.proxies), for the whole session."""
+    from productcrawler.simulator.proxies import ProxyFarm
+
+    with ProxyFarm(3, user=PROXY_USER, password=PROXY_PASSWORD) as farm:
+        yield farm
+
+
+@pytest.fixture
+def proxies(proxy_farm: Any) -> Any:
+    """The session's proxies, all forwarding again, their records emptied."""
+    proxy_farm.reset()
+    return proxy_farm

@@ -180,6 +180,7 @@ class ProxyMiddleware:
             return self._proxy_failed(request, proxy, reason)
         if reason in UNCLEAR_REASONS:
             return self._unclear(request, proxy, reason)
+        self.pool.answered(proxy)
         return None  # not the proxy's doing (a truncated body...): the retry middleware's
 
     def _proxy_worked(self, request: Request, proxy: Proxy) -> None:
@@ -196,11 +197,13 @@ class ProxyMiddleware:
     def _unclear(self, request: Request, proxy: Proxy, reason: str) -> Request | None:
         suspect = request.meta.pop(META_SUSPECT, None)
         if suspect is None:
+            self.pool.answered(proxy)
             self.stats.inc_value(stat("compared"))
             retry = self._resend(request, proxy)
             retry.meta[META_SUSPECT] = [proxy.index, reason]
             return retry
         # Failed again through another proxy: it follows the id, the retry middleware's case.
+        self.pool.answered(proxy)
         self.stats.inc_value(stat("not_blamed"))
         return None
 

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 STATS = "productcrawler/proxy"
+#: Seconds after which a probe with no answer no longer holds its proxy back.
+PROBE_TIMEOUT = 60.0
 
 
 def stat(name: str, proxy: Proxy | None = None) -> str:
@@ -53,12 +55,18 @@ class ProxyPool:
         self._sync_lock = asyncio.Lock()
         self._redis_down_logged = False
         self._resting: set[int] = set()  # as of the last sync
+        # Back from a rest, a proxy gets one request at a time until one works:
+        # a proxy still dead then costs one request per rest, not a downloader's worth.
+        self._probing: set[int] = set()
+        self._probe_sent: dict[int, float] = {}  # index -> when its probe left
 
     # -- choosing ----------------------------------------------------------
 
     def usable(self, index: int, now: float) -> bool:
         health = self.health[index]
-        return health.score >= self.minimum and not health.resting(now)
+        if health.score < self.minimum or health.resting(now):
+            return False
+        return index not in self._probing or now - self._probe_sent.get(index, -PROBE_TIMEOUT) >= PROBE_TIMEOUT
 
     def choose(self, avoid: int | None = None) -> Proxy | None:
         """The next usable proxy in turn (another than ``avoid`` if there is one)."""
@@ -71,9 +79,14 @@ class ProxyPool:
                 if index == avoid:
                     fallback = index
                     continue
-                self._next = index + 1
-                return self.proxies[index]
-        return None if fallback is None else self.proxies[fallback]
+                return self._chosen(index, now)
+        return None if fallback is None else self._chosen(fallback, now)
+
+    def _chosen(self, index: int, now: float) -> Proxy:
+        self._next = index + 1
+        if index in self._probing:
+            self._probe_sent[index] = now
+        return self.proxies[index]
 
     def seconds_until_one_is_back(self) -> float:
         now = self.clock()
@@ -88,10 +101,18 @@ class ProxyPool:
 
     def succeeded(self, proxy: Proxy) -> None:
         self._deltas[proxy.index][0] += 1
+        if self._probing:
+            self._probing.discard(proxy.index)
+            self._probe_sent.pop(proxy.index, None)
+
+    def answered(self, proxy: Proxy) -> None:
+        """Neither a success nor its failure (a truncated body): a probe may go again."""
+        self._probe_sent.pop(proxy.index, None)
 
     def failed(self, proxy: Proxy, reason: str) -> None:
         self._deltas[proxy.index][1] += 1
         self._last_reason[proxy.index] = reason
+        self._probe_sent.pop(proxy.index, None)
         self.stats.inc_value(stat("failures", proxy))
         self.stats.inc_value(stat(f"failure_reason/{reason}"))
         self._wake.set()
@@ -154,6 +175,7 @@ class ProxyPool:
                 logger.info("Proxy %s: rest over, it gets requests again", proxy.label)
             if resting:
                 self._resting.add(index)
+                self._probing.add(index)
             else:
                 self._resting.discard(index)
             self.stats.set_value(stat("score", proxy), round(new.score, 1))

@@ -109,3 +109,23 @@ def test_any_other_answer_is_a_success_for_the_proxy(status):
     response = Response(URL, status=status, request=request)
     assert mw.process_response(request, response) is response
     assert mw.pool._deltas[0] == [1, 0]
+
+
+def test_per_proxy_metrics_by_label_and_none_without_a_pool():
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from productcrawler.proxies.metrics import ProxyStatsCollector
+
+    mw = make_mw()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ProxyStatsCollector(mw.crawler))
+    assert generate_latest(registry) == b""
+    request = sent(mw)
+    mw.process_exception(request, DownloadConnectionRefusedError("refused"))
+    mw.stats.set_value("productcrawler/proxy/score/10.0.0.1:3128", 80.0)
+    text = generate_latest(registry).decode()
+    assert 'productcrawler_proxy_requests_total{proxy="10.0.0.1:3128"} 1.0' in text
+    assert 'productcrawler_proxy_failures_total{proxy="10.0.0.1:3128"} 1.0' in text
+    assert 'productcrawler_proxy_score{proxy="10.0.0.1:3128"} 80.0' in text
+    assert "productcrawler_proxy_resent_total 1.0" in text
+    assert "pw" not in text

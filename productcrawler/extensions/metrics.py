@@ -23,6 +23,7 @@ from scrapy.exceptions import NotConfigured
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.middlewares.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
+from productcrawler.proxies.metrics import ProxyStatsCollector
 
 if TYPE_CHECKING:
     import threading
@@ -116,6 +117,7 @@ class PrometheusMetrics:
         self.stats = crawler.stats
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(CrawlStatsCollector(crawler))
+        self.registry.register(ProxyStatsCollector(crawler))  # yields nothing without PROXY_URLS
         self.port = port
         self.address = address
         self._server: WSGIServer | None = None

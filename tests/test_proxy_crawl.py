@@ -200,3 +200,17 @@ def test_when_every_proxy_rests_the_crawl_waits_and_loses_no_id(clean_simulator,
     stats = dumped_stats(log, "productcrawler/proxy/")
     assert stats["productcrawler/proxy/all_resting_waits"] >= 1
     assert "retry/reason_count/connection_refused" not in log
+
+
+def test_a_slow_proxy_times_out_is_blamed_after_another_proxy_answers_and_rested(
+        clean_simulator, mysql_url, proxies):
+    proxies.set_mode(0, "slow")  # 2 s a request, over API_TIMEOUT
+    result = run_crawl("-a", "end_id=300", settings=settings_for(clean_simulator, mysql_url, proxies,
+                                                                 API_TIMEOUT=1))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_every_id_done(mysql_url, 300)
+    name = labels(proxies)[0]
+    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
+    assert stats[f"productcrawler/proxy/rests/{name}"] >= 1
+    assert stats["productcrawler/proxy/failure_reason/timeout"] >= 3
+    assert "retry/reason_count/timeout" not in result.stderr

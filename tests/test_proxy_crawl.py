@@ -214,3 +214,19 @@ def test_a_slow_proxy_times_out_is_blamed_after_another_proxy_answers_and_rested
     assert stats[f"productcrawler/proxy/rests/{name}"] >= 1
     assert stats["productcrawler/proxy/failure_reason/timeout"] >= 3
     assert "retry/reason_count/timeout" not in result.stderr
+
+
+def test_each_proxy_keeps_to_its_own_rate_under_the_global_cap(clean_simulator, mysql_url, proxies):
+    per_proxy = 20  # three proxies: 60/s in all, under the global 100/s
+    result = run_crawl("-a", "end_id=360", settings=settings_for(clean_simulator, mysql_url, proxies,
+                                                                 PROXY_MAX_REQUESTS_PER_SECOND=per_proxy))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_every_id_done(mysql_url, 360)
+    for index in range(3):
+        times = proxies.forwarded(index)
+        assert len(times) == 120
+        # 120 requests at 20/s take 6 s (unlimited, the global 100/s would send
+        # them in about 3.6 s); the busiest second allows for the proxies' hop
+        # (in this process) on a loaded machine.
+        assert max(times) - min(times) >= 119 / per_proxy * 0.95
+        assert max_in_window(times) <= per_proxy * 1.25

@@ -43,7 +43,7 @@ from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.proxies.pool import ProxyPool, stat
 from productcrawler.proxies.shared import RedisHealthBook
-from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
+from productcrawler.ratelimit.bucket import LATE_TOLERANCE, LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
 from productcrawler.schedulers.local import RESEND_NOW, RETRY_DELAY
 
@@ -130,10 +130,7 @@ class ProxyMiddleware:
         if proxy is None:
             proxy = await self._wait_for_a_proxy(avoid)
         if self.limiters is not None:
-            reservation = await self.limiters[proxy.index].acquire()
-            delay = reservation.at - time.monotonic()
-            if delay > 0:
-                await sleep(delay)
+            await self._wait_for_slot(self.limiters[proxy.index])
         meta = request.meta
         meta["proxy"] = proxy.url
         meta[Downloader.DOWNLOAD_SLOT] = proxy.slot
@@ -141,6 +138,18 @@ class ProxyMiddleware:
         if proxy.auth is not None:
             request.headers[b"Proxy-Authorization"] = proxy.auth
         self.stats.inc_value(stat("requests", proxy))
+
+    @staticmethod
+    async def _wait_for_slot(limiter: RateLimiter) -> None:
+        """The proxy's own rate, as RateLimitMiddleware applies the global one."""
+        while True:
+            reservation = await limiter.acquire()
+            delay = reservation.at - time.monotonic()
+            if delay > 0:
+                await sleep(delay)
+            if time.monotonic() - reservation.at <= LATE_TOLERANCE:
+                return
+            # Woken too late (event-loop lag): a new slot, or this one would crowd the next.
 
     async def _wait_for_a_proxy(self, avoid: int | None) -> Proxy:
         started = time.monotonic()

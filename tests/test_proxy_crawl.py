@@ -139,6 +139,7 @@ def test_a_second_instance_never_uses_a_proxy_the_first_found_dead(clean_simulat
     assert (code1, code2) == (0, 0), log1[-2000:] + log2[-2000:]
 
     assert_every_id_done(mysql_url, end)
+    assert f"Proxy {dead.label} rests for" in log1
     stats2 = dumped_stats(log2, "productcrawler/proxy/")
     assert f"Proxy {dead.label} is resting for another" in log2
     assert stats2.get(f"productcrawler/proxy/requests/{dead.label}", 0) == 0

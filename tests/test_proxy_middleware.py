@@ -129,3 +129,18 @@ def test_per_proxy_metrics_by_label_and_none_without_a_pool():
     assert 'productcrawler_proxy_score{proxy="10.0.0.1:3128"} 80.0' in text
     assert "productcrawler_proxy_resent_total 1.0" in text
     assert "pw" not in text
+
+
+def test_without_proxy_urls_the_project_chain_has_no_proxy_middleware():
+    from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
+
+    from productcrawler.settings import DOWNLOADER_MIDDLEWARES
+
+    def chain(**settings: object) -> list[str]:
+        crawler = get_crawler(ProductSpider, settings_dict={"DOWNLOADER_MIDDLEWARES": DOWNLOADER_MIDDLEWARES,
+                                                            **settings})
+        return [type(mw).__name__ for mw in DownloaderMiddlewareManager.from_crawler(crawler).middlewares]
+
+    assert "productcrawler.proxies.middleware.ProxyMiddleware" in DOWNLOADER_MIDDLEWARES
+    assert "TrafficStats" in chain() and "ProxyMiddleware" not in chain()
+    assert "ProxyMiddleware" in chain(PROXY_URLS=PROXIES)

@@ -113,6 +113,7 @@ def test_a_proxy_that_dies_mid_crawl_is_rested_and_no_id_fails(clean_simulator, 
     killed_at = kill_when(proxies, 0, forwarded=CAP)
     code, log = crawl.wait()
     assert code == 0, log[-3000:]
+    assert PROXY_PASSWORD not in log
 
     assert_every_id_done(mysql_url, end)
     names = labels(proxies)
@@ -174,8 +175,10 @@ def test_a_second_instance_never_uses_a_proxy_the_first_found_dead(clean_simulat
 
 def test_a_proxy_answering_407_is_rested_and_its_requests_go_elsewhere(clean_simulator, mysql_url, proxies):
     proxies.set_mode(1, "407")
-    result = run_crawl("-a", "end_id=300", settings=settings_for(clean_simulator, mysql_url, proxies))
+    result = run_crawl("-a", "end_id=300", settings=settings_for(clean_simulator, mysql_url, proxies,
+                                                                 LOG_LEVEL="DEBUG"))
     assert result.returncode == 0, result.stderr[-3000:]
+    assert PROXY_PASSWORD not in result.stderr + result.stdout  # not even at DEBUG
     assert_every_id_done(mysql_url, 300)
     name = labels(proxies)[1]
     stats = dumped_stats(result.stderr, "productcrawler/proxy/")

@@ -112,7 +112,7 @@ def test_every_instance_sees_a_rest_and_only_the_one_that_caused_it_is_told(redi
     assert seen.health[0].rest_until == pytest.approx(caused.health[0].rest_until, abs=0.05)
 
 
-def test_with_redis_away_the_pool_keeps_its_counts_and_last_view_and_says_so_once(caplog):
+def test_with_redis_away_the_pool_keeps_its_counts_rests_proxies_itself_and_says_so_once(caplog):
     from scrapy.utils.test import get_crawler
 
     from productcrawler.proxies.config import parse_proxy_urls
@@ -122,7 +122,7 @@ def test_with_redis_away_the_pool_keeps_its_counts_and_last_view_and_says_so_onc
     away = RedisHealthBook(redis.asyncio.Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=1),
                            key_prefix="pctest:away", keys=[p.key for p in proxies], policy=POLICY)
     stats = get_crawler().stats
-    pool = ProxyPool(proxies, away, POLICY.minimum, stats)
+    pool = ProxyPool(proxies, away, POLICY.minimum, stats, fallback=LocalHealthBook(POLICY, 2))
 
     async def scenario():
         for _ in range(3):
@@ -130,6 +130,6 @@ def test_with_redis_away_the_pool_keeps_its_counts_and_last_view_and_says_so_onc
             await pool.sync()
     run(scenario())
     assert pool._deltas[0] == [0, 3]  # sent once Redis is back
-    assert pool.choose() is not None  # the last view (all healthy) still serves
+    assert [pool.choose().label for _ in range(2)] == ["10.0.0.2:3128"] * 2  # rested here meanwhile
     assert stats.get_value("productcrawler/proxy/book_errors") == 3
     assert sum("cannot reach the shared book" in r.getMessage() for r in caplog.records) == 1

@@ -78,7 +78,9 @@ class ProxyMiddleware:
         self.stats = crawler.stats
         self.config = config
         self.proxies = config.proxies
-        self.pool = ProxyPool(config.proxies, book, config.policy.minimum, crawler.stats)
+        fallback = (None if isinstance(book, LocalHealthBook)
+                    else LocalHealthBook(config.policy, len(config.proxies)))
+        self.pool = ProxyPool(config.proxies, book, config.policy.minimum, crawler.stats, fallback=fallback)
         self.limiters = limiters
         self._all_resting_logged = False
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)

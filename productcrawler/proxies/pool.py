@@ -39,9 +39,12 @@ def stat(name: str, proxy: Proxy | None = None) -> str:
 
 class ProxyPool:
     def __init__(self, proxies: Sequence[Proxy], book: HealthBook, minimum: float, stats: StatsCollector, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 fallback: HealthBook | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.proxies = list(proxies)
         self.book = book
+        #: While the shared book is unreachable, outcomes also go to this one
+        #: (in this process), so that a dead proxy still rests here.
+        self.fallback = fallback
         self.minimum = minimum
         self.stats = stats
         self.clock = clock
@@ -153,6 +156,8 @@ class ProxyPool:
                     d[0] += successes
                     d[1] += failures
                 self._book_unavailable(error)
+                if self.fallback is not None:
+                    self._apply(await self.fallback.sync(deltas))  # type: ignore[arg-type]
                 self._synced.set()
                 return
             if self._redis_down_logged:
@@ -195,5 +200,5 @@ class ProxyPool:
         self.stats.inc_value(stat("book_errors"))
         if not self._redis_down_logged:
             self._redis_down_logged = True
-            logger.warning("Proxy health: cannot reach the shared book (%s); going on with the last "
-                           "scores seen, retrying every %gs", error, SYNC_INTERVAL)
+            logger.warning("Proxy health: cannot reach the shared book (%s); scores are kept in this "
+                           "process meanwhile, retrying every %gs", error, SYNC_INTERVAL)

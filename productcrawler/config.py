@@ -69,6 +69,14 @@ DEFAULTS: dict[str, Any] = {
     "GUARD_AUTH_FAILURES": 20,
     "GUARD_NOT_PRODUCTS": 20,
     "GUARD_404_STREAK": 500,
+    # The proxy pool (productcrawler/proxies/config.py reads and checks these).
+    "PROXY_URLS": None,
+    "PROXY_SCORE_SUCCESS": 5.0,
+    "PROXY_SCORE_FAILURE": 20.0,
+    "PROXY_SCORE_MIN": 50.0,
+    "PROXY_REST_BASE": 10.0,
+    "PROXY_REST_MAX": 300.0,
+    "PROXY_MAX_REQUESTS_PER_SECOND": None,
 }
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.middlewares.ratelimit import rate_limit_enabled
+from productcrawler.proxies.config import ProxyConfig
 from productcrawler.redis_connection import is_cluster, redis_client
 from productcrawler.storage.database import DatabaseTarget, ensure_schema
 
@@ -29,6 +30,7 @@ def check(settings: BaseSettings, spider_args: dict[str, Any]) -> CrawlConfig:
     # Read here too, before the downloader exists: refused while the crawler is
     # built, it would leave the download handler's connections open behind it.
     rate_limit_enabled(settings)
+    ProxyConfig.from_settings(settings)
     _check_database(config.database_url)
     if config.redis_url is not None:
         _check_redis(config.redis_url)

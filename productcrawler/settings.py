@@ -35,7 +35,7 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,  # no allowed_domains
     "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,  # auth is ApiKeyMiddleware's
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,  # few-KB JSON
-    "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,  # no proxy to the API
+    "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,  # proxies are ProxyMiddleware's
     # Same counts under the same names, without rendering each request and
     # response as raw HTTP text to count bytes (24-40 µs a response).
     "scrapy.downloadermiddlewares.stats.DownloaderStats": None,
@@ -45,6 +45,8 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "productcrawler.middlewares.retry.ApiRetryMiddleware": 550,
     "productcrawler.middlewares.auth.ApiKeyMiddleware": 590,
+    # Off unless PROXY_URLS is set: picks a healthy proxy before the rate limit's token.
+    "productcrawler.proxies.middleware.ProxyMiddleware": 800,
     # Closest to the downloader: every request actually sent takes a token,
     # retries included.
     "productcrawler.middlewares.ratelimit.RateLimitMiddleware": 950,

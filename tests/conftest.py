@@ -165,3 +165,21 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield servers
     finally:
         servers.stop()
+#: The local proxies' credentials (the crawl must send them: they answer 407 otherwise).
+PROXY_USER, PROXY_PASSWORD = "crawler", "pr0xy-s3cret"
+
+
+@pytest.fixture(scope="session")
+def proxy_farm() -> Iterator[Any]:
+    """Three local forwarding HTTP proxies (productcrawler.simulator.proxies), for the whole session."""
+    from productcrawler.simulator.proxies import ProxyFarm
+
+    with ProxyFarm(3, user=PROXY_USER, password=PROXY_PASSWORD) as farm:
+        yield farm
+
+
+@pytest.fixture
+def proxies(proxy_farm: Any) -> Any:
+    """The session's proxies, all forwarding again, their records emptied."""
+    proxy_farm.reset()
+    return proxy_farm

@@ -91,3 +91,14 @@ def dumped_stat(log: str, key: str) -> Any:
     """The value of ``key`` in the stats Scrapy dumps at the end of a crawl's log (None if absent)."""
     match = re.search(rf"'{re.escape(key)}': ([^,\n}}]+)", log)
     return None if match is None else ast.literal_eval(match.group(1))
+
+
+_STAT = re.compile(r"'([^']+)': (-?[0-9][0-9.e+-]*)")
+
+
+def dumped_stats(log: str, prefix: str = "") -> dict[str, float]:
+    """The numeric stats of Scrapy's final stats dump in a crawl's log, whose key starts with ``prefix``."""
+    start = log.rfind("Dumping Scrapy stats")
+    if start < 0:
+        return {}
+    return {key: float(value) for key, value in _STAT.findall(log[start:]) if key.startswith(prefix)}

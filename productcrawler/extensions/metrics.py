@@ -31,6 +31,7 @@ from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.instruments import instruments_for
 from productcrawler.middlewares.ratelimit import RateLimitMiddleware
 from productcrawler.middlewares.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
+from productcrawler.proxies.metrics import ProxyStatsCollector
 
 if TYPE_CHECKING:
     import threading
@@ -200,6 +201,7 @@ class PrometheusMetrics:
         self.stats = crawler.stats
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(CrawlStatsCollector(crawler, config))
+        self.registry.register(ProxyStatsCollector(crawler))  # yields nothing without PROXY_URLS
         instruments = instruments_for(crawler)
         self.registry.register(instruments.request_duration)
         self.registry.register(instruments.database_batch_duration)

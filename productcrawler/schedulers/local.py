@@ -19,6 +19,9 @@ logger = logging.getLogger(__name__)
 
 #: Request meta key: seconds to hold the request before it may be sent.
 RETRY_DELAY = "retry_delay"
+#: Request meta key: the same attempt sent again at once from this instance
+#: (a proxy failure's re-send); the Redis scheduler keeps it here too.
+RESEND_NOW = "resend_now"
 
 
 class DelayingScheduler(Scheduler):

@@ -43,7 +43,7 @@ from productcrawler.config import CrawlConfig
 from productcrawler.instruments import instruments_for
 from productcrawler.passes import redis_pass_for
 from productcrawler.passes.redis_pass import Entry
-from productcrawler.schedulers.local import RETRY_DELAY
+from productcrawler.schedulers.local import RESEND_NOW, RETRY_DELAY
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -248,6 +248,9 @@ class RedisScheduler(ScrapyRedisScheduler):
     def enqueue_request(self, request: Request) -> bool:
         if request.meta.pop(_LEASED_HERE, False):
             self._ready.append(request)
+            return True
+        if request.meta.pop(RESEND_NOW, False) and not request.meta.get(RETRY_DELAY):
+            self._ready.append(request)  # still leased to us, and its meta says which proxy failed
             return True
         if request.meta.get(RETRY_DELAY):
             self.stats.inc_value(stat_keys.RETRY_DELAYED)

@@ -1,0 +1,231 @@
+"""Downloader middleware that sends each request through one healthy proxy of the pool.
+
+Off (not in the chain at all) unless ``PROXY_URLS`` is set. Registered at 800:
+after ``ApiKeyMiddleware`` and before ``TrafficStats`` and the rate limit, so
+a request first waits for a usable proxy (and that proxy's own rate, with
+``PROXY_MAX_REQUESTS_PER_SECOND``), then takes its global token; on the way
+back it sees answers before the retry middleware does.
+
+What counts against a proxy:
+
+* **its own failures**, re-sent at once through another proxy without using
+  the id's retries: connection refused or not established, DNS failure of
+  the proxy's host, 407 Proxy Authentication Required;
+* **failures that could be the proxy's or the id's** (timeout, connection
+  reset or closed mid-answer, 403, 429, 502, 504): the request is re-sent once
+  through another proxy, again without using a retry. If the other proxy
+  gets a proper answer the failure followed the proxy, which is then counted
+  as failed; if it fails too, the failure follows the id: no proxy is blamed
+  and the retry middleware handles it as usual (backoff, retries, ``failed``).
+
+Everything else (any other status, a truncated body) is a success for the
+proxy. Scrapy's ``HttpProxyMiddleware`` stays off: this middleware sets
+``meta["proxy"]`` (no credentials in it) and the ``Proxy-Authorization``
+header itself, from values computed once at start, and does not pick up an
+``http_proxy`` from the environment behind the operator's back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+from scrapy.core.downloader import Downloader
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import sleep
+
+from productcrawler.config import CrawlConfig, burst_for_rate, mask_url
+from productcrawler.middlewares.retry import exception_reason
+from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
+from productcrawler.proxies.config import ProxyConfig
+from productcrawler.proxies.pool import ProxyPool, stat
+from productcrawler.proxies.shared import RedisHealthBook
+from productcrawler.ratelimit.bucket import LATE_TOLERANCE, LocalRateLimiter, TokenBucket
+from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
+from productcrawler.redis_connection import async_redis_client
+from productcrawler.schedulers.local import RESEND_NOW, RETRY_DELAY
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+    from productcrawler.proxies.books import HealthBook
+    from productcrawler.proxies.config import Proxy
+    from productcrawler.ratelimit.bucket import RateLimiter
+
+logger = logging.getLogger(__name__)
+
+PROXY_FAILURE_REASONS = frozenset({"connection_refused", "connect_error", "dns_lookup_failed", "tunnel_error"})
+PROXY_FAILURE_STATUSES = frozenset({407})
+UNCLEAR_REASONS = frozenset({"timeout", "connection_lost", "connection_closed", "response_failed"})
+UNCLEAR_STATUSES = frozenset({403, 429, 502, 504})
+
+META_PROXY = "proxy_index"  #: which proxy of the pool this request went through
+META_AVOID = "proxy_avoid"  #: a re-send: not through this proxy if another is usable
+META_SUSPECT = "proxy_suspect"  #: [proxy index, reason] of an unclear failure being compared
+REDIS_TIMEOUT = 5.0
+
+
+class ProxyMiddleware:
+    def __init__(self, crawler: Crawler, config: ProxyConfig, book: HealthBook,
+                 limiters: list[RateLimiter] | None = None) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.config = config
+        self.proxies = config.proxies
+        fallback = (None if isinstance(book, LocalHealthBook)
+                    else LocalHealthBook(config.policy, len(config.proxies)))
+        self.pool = ProxyPool(config.proxies, book, config.policy.minimum, crawler.stats, fallback=fallback)
+        self.limiters = limiters
+        self._all_resting_logged = False
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        config = ProxyConfig.from_settings(crawler.settings)
+        if config is None:
+            raise NotConfigured
+        crawl = CrawlConfig.from_settings(crawler.settings)
+        book: HealthBook
+        client = None
+        if crawl.redis_url is None:
+            book = LocalHealthBook(config.policy, len(config.proxies))
+        else:
+            client = async_redis_client(crawl.redis_url, socket_timeout=REDIS_TIMEOUT,
+                                        socket_connect_timeout=REDIS_TIMEOUT)
+            book = RedisHealthBook(client, key_prefix=crawl.redis_key_prefix,
+                                   keys=[p.key for p in config.proxies], policy=config.policy)
+        limiters = None
+        rate = config.max_requests_per_second
+        if rate is not None:
+            burst = burst_for_rate(rate)
+            if client is None:
+                limiters = [LocalRateLimiter(TokenBucket(rate, burst)) for _ in config.proxies]
+            else:
+                limiters = [RedisTokenBucket(client, key_prefix=f"{crawl.redis_key_prefix}:proxy:{p.key}",
+                                             rate=rate, burst=burst) for p in config.proxies]
+        logger.info("Proxy pool: %d proxies (%s), health %s%s", len(config.proxies),
+                    ", ".join(p.label for p in config.proxies),
+                    book if client is None else f"shared through Redis at {mask_url(crawl.redis_url)}",
+                    "" if rate is None else f", at most {rate:g} requests/second each")
+        return cls(crawler, config, book, limiters)
+
+    async def spider_opened(self) -> None:
+        self.pool.start()
+        await self.pool.ready()
+
+    async def spider_closed(self) -> None:
+        await self.pool.stop()
+
+    # -- requests out ------------------------------------------------------
+
+    async def process_request(self, request: Request) -> None:
+        await self.pool.ready()
+        avoid = request.meta.pop(META_AVOID, None)
+        proxy = self.pool.choose(avoid)
+        if proxy is None:
+            proxy = await self._wait_for_a_proxy(avoid)
+        if self.limiters is not None:
+            await self._wait_for_slot(self.limiters[proxy.index])
+        meta = request.meta
+        meta["proxy"] = proxy.url
+        meta[Downloader.DOWNLOAD_SLOT] = proxy.slot
+        meta[META_PROXY] = proxy.index
+        if proxy.auth is not None:
+            request.headers[b"Proxy-Authorization"] = proxy.auth
+        self.stats.inc_value(stat("requests", proxy))
+
+    @staticmethod
+    async def _wait_for_slot(limiter: RateLimiter) -> None:
+        """The proxy's own rate, as RateLimitMiddleware applies the global one."""
+        while True:
+            reservation = await limiter.acquire()
+            delay = reservation.at - time.monotonic()
+            if delay > 0:
+                await sleep(delay)
+            if time.monotonic() - reservation.at <= LATE_TOLERANCE:
+                return
+            # Woken too late (event-loop lag): a new slot, or this one would crowd the next.
+
+    async def _wait_for_a_proxy(self, avoid: int | None) -> Proxy:
+        started = time.monotonic()
+        self.stats.inc_value(stat("all_resting_waits"))
+        if not self._all_resting_logged:
+            self._all_resting_logged = True
+            logger.warning("All %d proxies are resting: requests wait for the first to come back (in %.1fs); "
+                           "no id fails meanwhile (logged once; see the %s stat)", len(self.proxies),
+                           self.pool.seconds_until_one_is_back(), stat("all_resting_waits"))
+        while (proxy := self.pool.choose(avoid)) is None:
+            await sleep(min(SYNC_INTERVAL, max(0.01, self.pool.seconds_until_one_is_back())))
+        self.stats.inc_value(stat("all_resting_wait_seconds"), time.monotonic() - started, start=0.0)
+        return proxy
+
+    # -- answers back ------------------------------------------------------
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        index = request.meta.get(META_PROXY)
+        if index is None:
+            return response
+        proxy = self.proxies[index]
+        status = response.status
+        if status in PROXY_FAILURE_STATUSES:
+            return self._proxy_failed(request, proxy, f"http_{status}")
+        if status in UNCLEAR_STATUSES:
+            return self._unclear(request, proxy, f"http_{status}") or response
+        self._proxy_worked(request, proxy)
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> Request | None:
+        index = request.meta.get(META_PROXY)
+        if index is None:
+            return None
+        proxy = self.proxies[index]
+        reason = exception_reason(exception)
+        if reason in PROXY_FAILURE_REASONS:
+            return self._proxy_failed(request, proxy, reason)
+        if reason in UNCLEAR_REASONS:
+            return self._unclear(request, proxy, reason)
+        self.pool.answered(proxy)
+        return None  # not the proxy's doing (a truncated body...): the retry middleware's
+
+    def _proxy_worked(self, request: Request, proxy: Proxy) -> None:
+        self.pool.succeeded(proxy)
+        suspect = request.meta.pop(META_SUSPECT, None)
+        if suspect is not None and suspect[0] != proxy.index:
+            # The same id got an answer through another proxy: that failure followed the proxy.
+            self.pool.failed(self.proxies[suspect[0]], suspect[1])
+
+    def _proxy_failed(self, request: Request, proxy: Proxy, reason: str) -> Request:
+        self.pool.failed(proxy, reason)
+        return self._resend(request, proxy)
+
+    def _unclear(self, request: Request, proxy: Proxy, reason: str) -> Request | None:
+        suspect = request.meta.pop(META_SUSPECT, None)
+        if suspect is None:
+            self.pool.answered(proxy)
+            self.stats.inc_value(stat("compared"))
+            retry = self._resend(request, proxy)
+            retry.meta[META_SUSPECT] = [proxy.index, reason]
+            return retry
+        # Failed again through another proxy: it follows the id, the retry middleware's case.
+        self.pool.answered(proxy)
+        self.stats.inc_value(stat("not_blamed"))
+        return None
+
+    def _resend(self, request: Request, proxy: Proxy) -> Request:
+        """The same attempt again, at once, through another proxy: no retry is used up."""
+        retry = request.replace(dont_filter=True)
+        meta = retry.meta
+        for key in ("proxy", Downloader.DOWNLOAD_SLOT, META_PROXY, RETRY_DELAY):
+            meta.pop(key, None)
+        meta[META_AVOID] = proxy.index
+        meta[RESEND_NOW] = True
+        retry.headers.pop(b"Proxy-Authorization", None)
+        self.stats.inc_value(stat("resent"))
+        return retry

@@ -1,0 +1,146 @@
+"""What the proxy middleware blames on a proxy, and how it re-sends without using a retry.
+
+Components built with ``get_crawler`` and called directly, as Scrapy's own
+middleware tests do; the crawls are in test_proxy_crawl.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.exceptions import DownloadConnectionRefusedError, DownloadTimeoutError, NotConfigured
+from scrapy.http import Response
+from scrapy.utils.test import get_crawler
+
+from productcrawler.proxies.middleware import META_AVOID, META_PROXY, META_SUSPECT, ProxyMiddleware
+from productcrawler.schedulers.local import RESEND_NOW
+
+URL = "http://api.test/v1/product/7"
+PROXIES = "http://u:pw@10.0.0.1:3128,http://10.0.0.2:3128,http://10.0.0.3:3128"
+
+
+class ProductSpider(Spider):
+    name = "products"
+
+
+def make_mw(**settings: object) -> ProxyMiddleware:
+    crawler = get_crawler(ProductSpider, settings_dict={"PROXY_URLS": PROXIES, **settings})
+    return ProxyMiddleware.from_crawler(crawler)
+
+
+def sent(mw: ProxyMiddleware, request: Request | None = None) -> Request:
+    """``request`` as the middleware hands it to the downloader."""
+    request = request or Request(URL, meta={"product_id": 7, "retry_times": 1})
+    mw.pool._synced.set()
+    asyncio.run(mw.process_request(request))
+    return request
+
+
+def failures(mw: ProxyMiddleware) -> dict[str, int]:
+    return {k.rsplit("/", 1)[1]: v for k, v in mw.stats.get_stats().items()
+            if k.startswith("productcrawler/proxy/failures/")}
+
+
+def test_off_without_proxy_urls():
+    with pytest.raises(NotConfigured):
+        ProxyMiddleware.from_crawler(get_crawler(ProductSpider))
+
+
+def test_requests_go_through_the_proxies_in_turn_with_their_credentials_outside_the_url():
+    mw = make_mw()
+    requests = [sent(mw) for _ in range(4)]
+    assert [r.meta["proxy"] for r in requests] == ["http://10.0.0.1:3128", "http://10.0.0.2:3128",
+                                                    "http://10.0.0.3:3128", "http://10.0.0.1:3128"]
+    assert requests[0].headers[b"Proxy-Authorization"] == b"Basic dTpwdw=="
+    assert b"Proxy-Authorization" not in requests[1].headers
+    assert [r.meta["download_slot"] for r in requests[:2]] == ["proxy 10.0.0.1:3128", "proxy 10.0.0.2:3128"]
+
+
+@pytest.mark.parametrize("failure", [DownloadConnectionRefusedError("refused"), 407])
+def test_a_proxy_failure_is_sent_again_at_once_through_another_proxy_without_using_a_retry(failure):
+    mw = make_mw()
+    request = sent(mw)
+    if isinstance(failure, int):
+        again = mw.process_response(request, Response(URL, status=failure, request=request))
+    else:
+        again = mw.process_exception(request, failure)
+    assert isinstance(again, Request)
+    assert again.meta["retry_times"] == 1 and again.dont_filter
+    assert again.meta[RESEND_NOW] is True and again.meta[META_AVOID] == 0
+    assert "proxy" not in again.meta and META_PROXY not in again.meta
+    assert b"Proxy-Authorization" not in again.headers
+    assert failures(mw) == {"10.0.0.1:3128": 1}
+    assert sent(mw, again).meta["proxy"] == "http://10.0.0.2:3128"
+
+
+def test_an_unclear_failure_is_blamed_on_the_proxy_only_once_another_proxy_answered():
+    mw = make_mw()
+    request = sent(mw)
+    compare = mw.process_exception(request, DownloadTimeoutError("slow"))
+    assert isinstance(compare, Request) and compare.meta[META_SUSPECT] == [0, "timeout"]
+    assert failures(mw) == {}
+    sent(mw, compare)
+    assert compare.meta["proxy"] != request.meta["proxy"]
+    response = Response(URL, status=200, request=compare)
+    assert mw.process_response(compare, response) is response
+    assert failures(mw) == {"10.0.0.1:3128": 1}
+
+
+@pytest.mark.parametrize("status", [403, 429, 502, 504])
+def test_an_unclear_failure_that_follows_the_id_is_left_to_the_retry_middleware(status):
+    mw = make_mw()
+    request = sent(mw)
+    compare = mw.process_response(request, Response(URL, status=status, request=request))
+    assert isinstance(compare, Request)
+    sent(mw, compare)
+    response = Response(URL, status=status, request=compare)
+    assert mw.process_response(compare, response) is response  # the retry middleware's now
+    assert META_SUSPECT not in compare.meta
+    assert failures(mw) == {}
+    assert mw.stats.get_value("productcrawler/proxy/not_blamed") == 1
+
+
+@pytest.mark.parametrize("status", [200, 404, 500, 503])
+def test_any_other_answer_is_a_success_for_the_proxy(status):
+    mw = make_mw()
+    request = sent(mw)
+    response = Response(URL, status=status, request=request)
+    assert mw.process_response(request, response) is response
+    assert mw.pool._deltas[0] == [1, 0]
+
+
+def test_per_proxy_metrics_by_label_and_none_without_a_pool():
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from productcrawler.proxies.metrics import ProxyStatsCollector
+
+    mw = make_mw()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ProxyStatsCollector(mw.crawler))
+    assert generate_latest(registry) == b""
+    request = sent(mw)
+    mw.process_exception(request, DownloadConnectionRefusedError("refused"))
+    mw.stats.set_value("productcrawler/proxy/score/10.0.0.1:3128", 80.0)
+    text = generate_latest(registry).decode()
+    assert 'productcrawler_proxy_requests_total{proxy="10.0.0.1:3128"} 1.0' in text
+    assert 'productcrawler_proxy_failures_total{proxy="10.0.0.1:3128"} 1.0' in text
+    assert 'productcrawler_proxy_score{proxy="10.0.0.1:3128"} 80.0' in text
+    assert "productcrawler_proxy_resent_total 1.0" in text
+    assert "pw" not in text
+
+
+def test_without_proxy_urls_the_project_chain_has_no_proxy_middleware():
+    from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
+
+    from productcrawler.settings import DOWNLOADER_MIDDLEWARES
+
+    def chain(**settings: object) -> list[str]:
+        crawler = get_crawler(ProductSpider, settings_dict={"DOWNLOADER_MIDDLEWARES": DOWNLOADER_MIDDLEWARES,
+                                                            **settings})
+        return [type(mw).__name__ for mw in DownloaderMiddlewareManager.from_crawler(crawler).middlewares]
+
+    assert "productcrawler.proxies.middleware.ProxyMiddleware" in DOWNLOADER_MIDDLEWARES
+    assert "TrafficStats" in chain() and "ProxyMiddleware" not in chain()
+    assert "ProxyMiddleware" in chain(PROXY_URLS=PROXIES)

@@ -116,3 +116,19 @@ def run_crawl(*args: str, settings: dict[str, Any] | None = None, env: dict[str,
     """Run the real ``scrapy crawl products`` and wait for it."""
     return subprocess.run(crawl_command(*args, settings=settings), cwd=ROOT, env=env or crawl_env(),
                           capture_output=True, text=True, timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="session")
+def arrival_server() -> Iterator[Any]:
+    """The independent arrival clock (tests/arrival_server.py), once per session."""
+    from tests.arrival_server import ArrivalServer
+
+    with ArrivalServer() as server:
+        yield server
+
+
+@pytest.fixture
+def clean_arrival_server(arrival_server: Any) -> Any:
+    """The session's arrival server with an empty record and no hold mode."""
+    arrival_server.reset()
+    return arrival_server

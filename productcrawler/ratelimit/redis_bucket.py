@@ -12,9 +12,10 @@ The same call gives the offset between server time and local
 leased slot becomes a local send time of its own.
 
 Leased slots are written into the shared TAT before anyone uses them: an
-instance that dies with unused slots leaves lost capacity, never extra. A
-leased slot that has gone stale locally (more than ``LATE_TOLERANCE`` in the
-past) is dropped, not sent late.
+instance that dies with unused slots leaves lost capacity, never extra. The
+script grants with :func:`~.bucket.granting_burst`; a leased slot that has gone
+stale locally (past its :func:`~.bucket.late_tolerance`) is dropped, not sent
+late.
 
 State lives in one hash, ``{REDIS_KEY_PREFIX}:ratelimit:bucket`` (fields
 ``tat``, ``factor``, ``factor_at``, ``backoff_at``, all server seconds), whose
@@ -38,11 +39,12 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from productcrawler.config import mask_url
 from productcrawler.ratelimit.bucket import (
-    LATE_TOLERANCE,
     BackoffPolicy,
     Lease,
     Reservation,
     check_rate,
+    granting_burst,
+    late_tolerance,
 )
 
 if TYPE_CHECKING:
@@ -174,7 +176,7 @@ class RedisTokenBucket:
                     now = self.clock()
                     while self._slots:
                         reservation = self._slots.popleft()
-                        if reservation.at >= now - LATE_TOLERANCE:
+                        if now <= reservation.deadline:
                             return reservation
                         self.expired_slots += 1
                         self._expired_since_lease = True
@@ -188,7 +190,7 @@ class RedisTokenBucket:
             self._pending -= 1
 
     async def _lease(self, count: int) -> None:
-        args = [repr(self.rate), repr(self.burst), count,
+        args = [repr(self.rate), repr(granting_burst(self.burst)), count,
                 repr(self.policy.recovery_per_second), repr(KEY_TTL)]
         started = self.clock()
         reply = await self._run(self._lease_script, args)
@@ -196,9 +198,13 @@ class RedisTokenBucket:
         server_now, base, interval, factor = (float(value) for value in reply)
         self.offset = offset = server_now - (started + received) / 2
         self._factor = factor
+        tolerance = late_tolerance(interval, self.burst)
         for slot in Lease(base, interval, count, server_now).slots():
-            self._slots.append(Reservation(at=max(slot - offset, received),
-                                           granted_at=server_now, slot=slot))
+            # Not clamped to ``received``: a slot that passed while the call was
+            # on its way is as stale here as anywhere.
+            at = slot - offset
+            self._slots.append(Reservation(at=at, granted_at=server_now, slot=slot,
+                                           deadline=at + tolerance))
 
     async def _run(self, script: Any, args: list[Any]) -> list[bytes]:
         """Call ``script``, waiting out a Redis outage of up to OUTAGE_MAX seconds."""

@@ -16,7 +16,10 @@ Control routes (not recorded as arrivals):
   last reset, in seconds of ``CLOCK_REALTIME``;
 - ``POST /_reset``: forget them and end any hold mode;
 - ``POST /_hold?seconds=S&every=E``: from now on, every ``E`` seconds the API
-  stalls for ``S`` seconds: an answer due inside a stall is held until it ends.
+  stalls for ``S`` seconds: an answer due inside a stall is held until it ends;
+- ``POST /_slow?from_id=N&seconds=S``: ids from ``N`` on are answered after ``S`` seconds.
+
+``GET /_arrivals`` also gives ``ids``, the product id of each arrival.
 
 ``ArrivalServer`` drives it from tests and benchmarks.
 """
@@ -46,6 +49,9 @@ TIMESPEC = struct.Struct("@qq")
 class State:
     def __init__(self) -> None:
         self.arrivals: list[float] = []
+        self.ids: list[int] = []
+        self.slow_from = 0
+        self.slow_seconds = 0.0
         self.hold_seconds = 0.0
         self.hold_every = 0.0
         self.hold_origin = 0.0
@@ -101,14 +107,17 @@ class Connection:
             request_line = head.split(b"\r\n", 1)[0]
             match = PRODUCT_PATH.match(request_line)
             if match:
+                product_id = int(match.group(1))
                 self.state.arrivals.append(stamp)
-                self.answer(response("200 OK", product(int(match.group(1)))), hold=True)
+                self.state.ids.append(product_id)
+                slow = self.state.slow_seconds if self.state.slow_seconds and product_id >= self.state.slow_from else 0
+                self.answer(response("200 OK", product(product_id)), hold=True, delay=slow)
             else:
                 self.answer(self.control(request_line), hold=False)
 
-    def answer(self, payload: bytes, *, hold: bool) -> None:
+    def answer(self, payload: bytes, *, hold: bool, delay: float = 0.0) -> None:
         now = time.monotonic()
-        leave = max(self.state.held_until(now) if hold else now, self.busy_until)
+        leave = max(self.state.held_until(now + delay) if hold else now, self.busy_until)
         if leave <= now:
             self.send(payload)
         else:
@@ -131,15 +140,20 @@ class Connection:
         path, _, query = target.partition("?")
         params = dict(part.split("=", 1) for part in query.split("&") if "=" in part)
         if method == "GET" and path == "/_arrivals":
-            return response("200 OK", json.dumps({"arrivals": self.state.arrivals}).encode())
+            return response("200 OK", json.dumps({"arrivals": self.state.arrivals,
+                                                  "ids": self.state.ids}).encode())
         if method == "POST" and path == "/_reset":
-            self.state.arrivals = []
-            self.state.hold_seconds = 0.0
+            self.state.arrivals, self.state.ids = [], []
+            self.state.hold_seconds = self.state.slow_seconds = 0.0
             return response("200 OK", b"{}")
         if method == "POST" and path == "/_hold":
             self.state.hold_seconds = float(params["seconds"])
             self.state.hold_every = float(params["every"])
             self.state.hold_origin = time.monotonic()
+            return response("200 OK", b"{}")
+        if method == "POST" and path == "/_slow":
+            self.state.slow_from = int(params["from_id"])
+            self.state.slow_seconds = float(params["seconds"])
             return response("200 OK", b"{}")
         return response("404 Not Found", b"{}")
 
@@ -197,6 +211,15 @@ class ArrivalServer:
 
     def arrivals(self) -> list[float]:
         return self._call("GET", "/_arrivals")["arrivals"]
+
+    def arrivals_by_id(self) -> list[tuple[float, int]]:
+        """``(time, product id)`` of every product request since the reset."""
+        record = self._call("GET", "/_arrivals")
+        return list(zip(record["arrivals"], record["ids"]))
+
+    def slow(self, from_id: int, seconds: float) -> None:
+        """Answer ids from ``from_id`` on after ``seconds``."""
+        self._call("POST", f"/_slow?from_id={from_id}&seconds={seconds}")
 
     def reset(self) -> None:
         self._call("POST", "/_reset")

@@ -13,7 +13,8 @@ holds at most ``L * rate + b`` slots. ``b`` is :func:`granting_burst`, part of
 the configured burst: the rest covers the lateness a slot may be used with
 (:func:`late_tolerance`), so that *sends* stay within ``L * rate + burst``.
 
-The effective rate is ``rate * factor``; a 429 multiplies the factor by
+The effective rate is ``rate * factor``, or a lower ``pace`` when one is set
+(AutoThrottle's latency-based target, :mod:`.autothrottle`); a 429 multiplies the factor by
 ``BackoffPolicy.multiplier`` (never below ``floor``) and it then recovers
 linearly by ``recovery_per_second`` up to 1. A 429 caused by a request that
 was granted before the latest backoff does not back off again: it answers the
@@ -87,6 +88,8 @@ class RateLimiter(Protocol):
 
     async def acquire(self) -> Reservation: ...
 
+    def set_pace(self, pace: float | None) -> None: ...
+
     async def backoff(self, granted_at: float | None) -> bool: ...
 
     async def close(self) -> None: ...
@@ -146,6 +149,7 @@ class TokenBucket:
         self.burst: float = float(burst)
         self.policy: BackoffPolicy = policy or BackoffPolicy()
         self.clock: Callable[[], float] = clock
+        self.pace: float | None = None  # a rate below the cap (latency-based pacing), or none
         self._tat: float = -math.inf
         self._factor: float = 1.0
         self._factor_at: float = -math.inf
@@ -159,7 +163,8 @@ class TokenBucket:
         return self.policy.recovered(self._factor, self._factor_at, self._now(now))
 
     def effective_rate(self, now: float | None = None) -> float:
-        return self.rate * self.factor(now)
+        capped = self.rate * self.factor(now)
+        return capped if self.pace is None else min(capped, self.pace)
 
     def set_rate(self, rate: float, burst: float | None = None) -> None:
         """Change the cap; slots already granted keep their times."""
@@ -223,6 +228,10 @@ class LocalRateLimiter:
         slot = max(lease.not_before, lease.base)
         return Reservation(at=slot, granted_at=now, slot=slot,
                            deadline=slot + late_tolerance(lease.interval, self.bucket.burst))
+
+    def set_pace(self, pace: float | None) -> None:
+        """Grant new slots at no more than ``pace`` per second (None: up to the cap)."""
+        self.bucket.pace = pace
 
     async def backoff(self, granted_at: float | None) -> bool:
         return self.bucket.backoff(granted_at)

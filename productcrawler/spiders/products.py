@@ -6,6 +6,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
+from w3lib.url import safe_url_string
 
 from productcrawler import stat_keys
 from productcrawler.cleaning import BadResponse, parse_product
@@ -43,11 +44,16 @@ class ProductsSpider(Spider):
         spider.config = CrawlConfig.from_settings(crawler.settings, start_id=spider.start_id_arg,
                                                   end_id=spider.end_id_arg)
         spider.ledger = ledger_for(crawler, spider.config)
+        # Our URLs are a base URL and an integer: when the base is already in
+        # normal form, so is every URL, and Request and aiohttp (yarl) need not
+        # normalise each one again (Scrapy's verbatim_url meta key).
+        spider.verbatim_urls = safe_url_string(spider.config.product_url(1)) == spider.config.product_url(1)
         crawler.signals.connect(spider._closed, signal=signals.spider_closed)
         return spider
 
     config: CrawlConfig
     retry_policy: RetryPolicy
+    verbatim_urls: bool = False
 
     async def start(self) -> AsyncIterator[Request]:
         # Built here, not in from_crawler: crawler.stats exists only once the crawl starts.
@@ -79,7 +85,8 @@ class ProductsSpider(Spider):
             callback=self.parse,
             errback=self.on_error,
             dont_filter=True,
-            meta={"product_id": product_id, "download_timeout": self.config.api_timeout},
+            meta={"product_id": product_id, "download_timeout": self.config.api_timeout,
+                  "verbatim_url": self.verbatim_urls},
         )
 
     # Callbacks return lists rather than yield: Scrapy inspects the source of

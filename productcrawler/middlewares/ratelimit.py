@@ -29,15 +29,12 @@ shared through Redis when there is one; it recovers by 10 % of the cap every
 
 Division of labour with AutoThrottle: the bucket is the hard cap, counted on
 requests sent, and the 429 backoff is the reaction to overload; AutoThrottle
-(enabled in settings.py) only adapts *below* the cap, to latency. Scrapy sends at most one
-request per ``slot.delay`` from a download slot whose delay is positive, and
-AutoThrottle sets that delay to about latency / AUTOTHROTTLE_TARGET_CONCURRENCY,
-so it stays out of the way only while latency < TARGET_CONCURRENCY / rate
-(64 ms with 32 at 500/s; 10 ms with the default of 1, i.e. it caps a 10 ms API
-at 100/s). It lowers the delay only on 200 responses, so a run of 404s (missing
-ids) ratchets it up to the slowest latency / TARGET_CONCURRENCY seen. Keep
-DOWNLOAD_DELAY at 0: it is AutoThrottle's minimum delay and caps the slot at
-1 / DOWNLOAD_DELAY.
+(enabled in settings.py) only adapts *below* the cap, to latency, and does it
+through the bucket: :mod:`productcrawler.ratelimit.autothrottle` turns its
+delay (about latency / AUTOTHROTTLE_TARGET_CONCURRENCY) into the limiter's
+pace, so the download slot keeps no delay and no timer runs per request.
+Keep DOWNLOAD_DELAY at 0: it is AutoThrottle's minimum delay, and Scrapy
+would also apply it as a slot delay.
 
 Sizing CONCURRENT_REQUESTS (Little's law): a request waiting for its slot
 holds a downloader slot (not a connection), so concurrency >= rate * (latency

@@ -90,7 +90,7 @@ LEAN_EXTENSIONS = {
 }
 QUIET_FORMATTER = "productcrawler.logformatter.QuietLogFormatter"
 EPOLL = "twisted.internet.epollreactor.EPollReactor"
-AIOHTTP_HANDLER = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
+AIOHTTP_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"  # Scrapy's, paced
 HTTPX_HANDLER = "scrapy.core.downloader.handlers._httpx.HttpxDownloadHandler"
 FAST_STATS = "productcrawler.stats.FastStatsCollector"
 TWISTED_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"

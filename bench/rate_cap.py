@@ -1,15 +1,16 @@
-"""Does the 500 requests/second cap hold? One instance, then three sharing one Redis.
+"""Does the 500 requests/second cap hold at the wire? One instance, then three sharing one Redis.
 
-Usage (from the repository root; about 3 minutes)::
+Usage (from the repository root; about 1.5 minutes per run at the defaults)::
 
-    .venv/bin/python bench/rate_cap.py                 # 30,000 ids at 500/s
-    .venv/bin/python bench/rate_cap.py --ids 10000 --rate 300 --instances 1,3
+    .venv/bin/python bench/rate_cap.py                           # 20,000 ids at 500/s, 1 and 3 instances, 3 runs
+    .venv/bin/python bench/rate_cap.py --ids 10000 --rate 300 --instances 1,3 --runs 1
 
-The simulator rejects with 429 (fault ``rate_limited``) whatever exceeds its
-own limit, set 5 % above the cap, and records when every request arrived.
-Per run it reports the achieved rate over the pass (requests / span of
-arrivals), the busiest 1-second window, the rate-limit 429s, the wall time
-and the number of ids with no outcome (must be 0).
+The judge is ``tests/arrival_server.py``, a raw-asyncio HTTP server written
+apart from the project's simulator, which time-stamps each request as soon as
+it is read. Per run it reports the achieved rate (requests / span of
+arrivals), the busiest sliding 1-s and 100-ms windows against their bounds
+(cap + burst, cap/10 + burst), the wall time and the ids with no outcome
+(must be 0). Every run, one instance or several, uses Redis and MySQL.
 """
 
 from __future__ import annotations
@@ -18,35 +19,32 @@ import argparse
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
-
-import pymysql
-import redis
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _common import busiest_window  # noqa: E402
-from productcrawler.simulator.process import SimulatorProcess  # noqa: E402
+from _common import (  # noqa: E402
+    busiest_window,
+    count_rows,
+    create_database,
+    crawl_command,
+    delete_redis_prefix,
+    drop_database,
+    unique_prefix,
+)
+from productcrawler.config import CrawlConfig  # noqa: E402
+from tests.arrival_server import ArrivalServer  # noqa: E402
 
-MYSQL = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
-def run(simulator: SimulatorProcess, ids: int, rate: float, instances: int) -> dict[str, object]:
-    database = f"pc_bench_{uuid.uuid4().hex[:8]}"
-    prefix = f"pcbench:{uuid.uuid4().hex[:8]}"
-    connection = pymysql.connect(**MYSQL)
-    connection.cursor().execute(f"CREATE DATABASE {database}")
-    settings = {"API_BASE_URL": simulator.base_url, "DATABASE_URL": f"mysql://root@127.0.0.1:3306/{database}",
-                "MAX_REQUESTS_PER_SECOND": rate, "LOG_LEVEL": "WARNING"}
-    if instances > 1:
-        settings.update(REDIS_URL=REDIS_URL, REDIS_KEY_PREFIX=prefix)
-    command = [sys.executable, "-m", "scrapy", "crawl", "products", "-a", f"end_id={ids}"]
-    for name, value in settings.items():
-        command += ["-s", f"{name}={value}"]
-    simulator.reset()
+def run(server: ArrivalServer, ids: int, rate: float, instances: int) -> dict[str, object]:
+    database, prefix = create_database("ratecap"), unique_prefix("ratecap")
+    settings = {"DATABASE_URL": f"mysql://root@127.0.0.1:3306/{database}", "MAX_REQUESTS_PER_SECOND": rate,
+                "LOG_LEVEL": "WARNING", "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": prefix}
+    command = crawl_command(1, ids, server.base_url, settings)
+    server.reset()
     began = time.monotonic()
     processes = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                  for _ in range(instances)]
@@ -57,26 +55,19 @@ def run(simulator: SimulatorProcess, ids: int, rate: float, instances: int) -> d
             if process.poll() is None:
                 process.kill()
     wall = time.monotonic() - began
-    arrivals = simulator.arrivals()
-    times = [a[0] for a in arrivals]
-    cursor = connection.cursor()
-    cursor.execute(f"SELECT (SELECT COUNT(*) FROM {database}.products) + "
-                   f"(SELECT COUNT(*) FROM {database}.crawl_failures)")
-    accounted = cursor.fetchone()[0]
-    cursor.execute(f"DROP DATABASE {database}")
-    connection.close()
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = [key for pattern in (f"{prefix}*", f"{{{prefix}}}*") for key in client.scan_iter(pattern)]
-    if keys:
-        client.delete(*keys)
-    span = max(times) - min(times)
+    times = sorted(server.arrivals())
+    accounted = count_rows(database) + count_rows(database, "crawl_failures")
+    drop_database(database)
+    delete_redis_prefix(prefix)
+    burst = CrawlConfig.from_settings({"MAX_REQUESTS_PER_SECOND": rate}).rate_limit_burst
+    span = times[-1] - times[0]
     return {
         "instances": instances, "ids": ids, "cap": rate,
         "exit codes": ",".join(str(p.returncode) for p in processes),
         "requests": len(times), "achieved/s": round((len(times) - 1) / span, 1),
-        "achieved % of cap": round(100 * (len(times) - 1) / span / rate, 1),
-        "busiest 1-s window": busiest_window(times),
-        "rate-limit 429s": sum(1 for a in arrivals if a[3] == "rate_limited"),
+        "% of cap": round(100 * (len(times) - 1) / span / rate, 1),
+        "busiest 1 s": busiest_window(times), "bound 1 s": round(rate + burst),
+        "busiest 100 ms": busiest_window(times, 0.1), "bound 100 ms": round(rate / 10 + burst),
         "wall s": round(wall, 1), "ids without outcome": ids - accounted,
         "stderr errors": sum(e.count(" ERROR: ") for e in errors),
     }
@@ -84,19 +75,21 @@ def run(simulator: SimulatorProcess, ids: int, rate: float, instances: int) -> d
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ids", type=int, default=30_000)
+    parser.add_argument("--ids", type=int, default=20_000)
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--instances", default="1,3", help="comma list of instance counts to run")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each instance count")
     args = parser.parse_args()
     rows = []
-    with SimulatorProcess("--catalog-version", "1", "--rate-limit", str(args.rate * 1.05)) as simulator:
-        for count in (int(n) for n in args.instances.split(",")):
-            rows.append(run(simulator, args.ids, args.rate, count))
-            print(rows[-1], flush=True)
+    with ArrivalServer() as server:
+        for _ in range(args.runs):
+            for count in (int(n) for n in args.instances.split(",")):
+                rows.append(run(server, args.ids, args.rate, count))
+                print(rows[-1], flush=True)
     columns = list(rows[0])
     print("\n| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
-    for row in rows:
+    for row in sorted(rows, key=lambda r: r["instances"]):
         print("| " + " | ".join(str(row[c]) for c in columns) + " |")
     return 0
 

@@ -37,7 +37,7 @@ UNUSED_SPIDER_MIDDLEWARES = {
 }
 
 
-AIOHTTP_HANDLER = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
+AIOHTTP_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"  # Scrapy's, paced
 
 
 def recommended(*, aiohttp: bool = True) -> dict[str, Any]:

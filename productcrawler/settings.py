@@ -80,6 +80,10 @@ EXTENSIONS = {
     "productcrawler.extensions.guard.WholesaleFailureGuard": 530,
     # Our progress line replaces Scrapy's per-minute "Crawled N pages" line.
     "scrapy.extensions.logstats.LogStats": None,
+    # AutoThrottle's rule, applied as the token bucket's pace instead of a
+    # download-slot delay (a timer per request); AUTOTHROTTLE_* as documented.
+    "scrapy.extensions.throttle.AutoThrottle": None,
+    "productcrawler.ratelimit.autothrottle.BucketAutoThrottle": 0,
     # Telnet console and remote control: open ports nobody asked for.
     "scrapy.extensions.telnet.TelnetConsole": None,
     "scrapy.extensions.remote_control.RemoteControl": None,
@@ -108,8 +112,9 @@ RATE_LIMIT_ENABLED = True
 # host, so the per-domain limit is the same.
 CONCURRENT_REQUESTS = 64
 CONCURRENT_REQUESTS_PER_DOMAIN = 64
-# AutoThrottle adapts *below* the bucket's cap: it sets the API slot's delay to
-# about latency / TARGET_CONCURRENCY, so at 500/s it stays out of the way while
+# AutoThrottle adapts *below* the bucket's cap: it paces the bucket at about
+# TARGET_CONCURRENCY / latency (productcrawler/ratelimit/autothrottle.py, not
+# Scrapy's slot delay), so at 500/s it stays out of the way while
 # the API answers within 32 / 500 s = 64 ms and slows the crawl when latency
 # grows past that. START_DELAY 0: no slow start below the cap. (It was off for
 # a while: its clumping at 500/s turned out to come from garbage-collection
@@ -129,9 +134,11 @@ CONCURRENT_ITEMS = 1
 # Twisted HTTP/1.1 one on this workload (BENCHMARKS.md, ladder rung L6), and the
 # same outcome for every fault mode (bench/handler_check.py). It is in a
 # private module in Scrapy 2.19, which is one more reason Scrapy is pinned.
+# Our subclass waits for the rate-limit slot right before sending, so the cap
+# holds on the wire (productcrawler/ratelimit/handler.py).
 DOWNLOAD_HANDLERS = {
-    "http": "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler",
-    "https": "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler",
+    "http": "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler",
+    "https": "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler",
 }
 
 # A product is a few KB; anything above 1 MB is not a product.

@@ -165,6 +165,10 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield servers
     finally:
         servers.stop()
+
+
+# --- local forwarding proxies (productcrawler.simulator.proxies) ---
+
 #: The local proxies' credentials (the crawl must send them: they answer 407 otherwise).
 PROXY_USER, PROXY_PASSWORD = "crawler", "pr0xy-s3cret"
 
@@ -183,3 +187,19 @@ def proxies(proxy_farm: Any) -> Any:
     """The session's proxies, all forwarding again, their records emptied."""
     proxy_farm.reset()
     return proxy_farm
+
+
+@pytest.fixture(scope="session")
+def arrival_server() -> Iterator[Any]:
+    """The independent arrival clock (tests/arrival_server.py), once per session."""
+    from tests.arrival_server import ArrivalServer
+
+    with ArrivalServer() as server:
+        yield server
+
+
+@pytest.fixture
+def clean_arrival_server(arrival_server: Any) -> Any:
+    """The session's arrival server with an empty record and no hold mode."""
+    arrival_server.reset()
+    return arrival_server

@@ -8,7 +8,14 @@ import random
 
 import pytest
 
-from productcrawler.ratelimit import BackoffPolicy, LocalRateLimiter, TokenBucket
+from productcrawler.ratelimit import (
+    BackoffPolicy,
+    LocalRateLimiter,
+    Reservation,
+    TokenBucket,
+    granting_burst,
+    late_tolerance,
+)
 from tests.windows import max_in_window
 
 
@@ -45,13 +52,27 @@ def test_concurrent_reservations_get_distinct_spaced_slots() -> None:
     clock = FakeClock()
     bucket = TokenBucket(500, 10, clock=clock)
     slots = [bucket.reserve() for _ in range(1000)]
-    assert slots[:10] == [clock.now] * 10  # the burst
-    gaps = [b - a for a, b in zip(slots[9:], slots[10:])]
+    # Granted with half the burst (the other half is for lateness at send time).
+    assert slots[:5] == [clock.now] * 5
+    assert slots[5] == pytest.approx(clock.now + 0.5 / 500)
+    gaps = [b - a for a, b in zip(slots[5:], slots[6:])]
     assert gaps == pytest.approx([1 / 500] * len(gaps))
-    assert slots[-1] - clock.now == pytest.approx(990 / 500)
+    assert slots[-1] - clock.now == pytest.approx((999 - 4.5) / 500)
 
 
-@pytest.mark.parametrize(("burst", "immediate"), [(1, 1), (4.5, 4), (10, 10), (25, 25)])
+@pytest.mark.parametrize(("rate", "burst"), [(500, 10), (150, 3), (100, 1), (1000, 25)])
+def test_slots_used_as_late_as_allowed_stay_within_rate_plus_burst(rate: float, burst: float) -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(rate, burst, clock=clock)
+    tolerance = late_tolerance(1 / rate, burst)
+    slots = [bucket.reserve() for _ in range(3 * rate)]
+    # Worst case: the first slots of the burst are used at once, the rest as late as allowed.
+    sends = slots[:int(granting_burst(burst))] + [t + tolerance for t in slots[int(granting_burst(burst)):]]
+    for width in (1.0, 0.1):
+        assert max_in_window(sends, width) <= width * rate + max(burst, 1 + tolerance * rate)
+
+
+@pytest.mark.parametrize(("burst", "immediate"), [(1, 1), (4.5, 2), (10, 5), (25, 13)])
 def test_burst_bound_after_idle(burst: float, immediate: int) -> None:
     clock = FakeClock()
     bucket = TokenBucket(100, burst, clock=clock)
@@ -165,10 +186,13 @@ def test_local_limiter_reservations() -> None:
     clock = FakeClock()
     limiter = LocalRateLimiter(TokenBucket(100, 2, clock=clock))
 
-    async def run() -> list[float]:
-        return [(await limiter.acquire()).at for _ in range(4)]
+    async def run() -> list[Reservation]:
+        return [await limiter.acquire() for _ in range(4)]
 
-    assert asyncio.run(run()) == pytest.approx([1000, 1000, 1000.01, 1000.02])
+    reservations = asyncio.run(run())
+    # Burst 2: granted with 1.5; each slot may be used up to 5 ms late.
+    assert [r.at for r in reservations] == pytest.approx([1000, 1000.005, 1000.015, 1000.025])
+    assert [r.deadline - r.at for r in reservations] == pytest.approx([0.005] * 4)
     assert asyncio.run(limiter.backoff(None)) is True
     assert limiter.factor == 0.5
     assert (limiter.rate, limiter.burst) == (100, 2)

@@ -1,4 +1,4 @@
-"""RateLimitMiddleware built from settings and called directly on an asyncio loop."""
+"""RateLimitMiddleware built from settings; its slot wait called directly on an asyncio loop."""
 
 from __future__ import annotations
 
@@ -13,29 +13,38 @@ import redis
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
 from scrapy.settings import Settings
+from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
 from productcrawler import stat_keys
-from productcrawler.middlewares.ratelimit import ASYNCIO_REACTOR, RateLimitMiddleware, _check_asyncio
-from productcrawler.ratelimit import LATE_TOLERANCE, LocalRateLimiter, RedisTokenBucket
+from productcrawler.middlewares.ratelimit import ASYNCIO_REACTOR, RateLimitMiddleware, _check_asyncio, rate_limit_of
+from productcrawler.ratelimit import LocalRateLimiter, RedisTokenBucket
 from tests.windows import max_in_window
 
 REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/0")
 UNSET = object()
 
 
+PROJECT_HANDLERS = get_project_settings().getdict("DOWNLOAD_HANDLERS")
+
+
 def build(**settings: Any) -> RateLimitMiddleware:
-    values = {"MAX_REQUESTS_PER_SECOND": 100, "RATE_LIMIT_BURST": 1, **settings}
+    values = {"MAX_REQUESTS_PER_SECOND": 100, "RATE_LIMIT_BURST": 1,
+              "DOWNLOAD_HANDLERS": PROJECT_HANDLERS, **settings}
     crawler = get_crawler(settings_dict={k: v for k, v in values.items() if v is not UNSET})
     return RateLimitMiddleware.from_crawler(crawler)
 
 
+# Sends in any 100 ms at 100/s with a burst of 1 (slots used up to 5 ms late).
+BOUND_100_MS = 10 + 1 + 1
+
+
 async def send_all(mw: RateLimitMiddleware, count: int) -> list[float]:
-    """Run ``count`` process_request coroutines concurrently; return send times."""
+    """Run ``count`` slot waits concurrently, as the download handler does; return send times."""
     sent: list[float] = []
 
     async def one(i: int) -> None:
-        assert await mw.process_request(Request(f"http://api.test/product/{i}")) is None
+        assert await mw.wait_for_slot(Request(f"http://api.test/product/{i}")) is None
         sent.append(time.monotonic())
 
     await asyncio.gather(*(one(i) for i in range(count)))
@@ -108,7 +117,7 @@ def test_concurrent_requests_wait_their_turn_without_blocking_the_loop() -> None
     sent, elapsed = asyncio.run(main())
     assert 0.47 <= elapsed <= 0.65  # 49 intervals of 10 ms
     assert ticks >= 30  # the loop kept running other callbacks meanwhile
-    assert max_in_window(sent, 0.1) <= 10 + 1 + LATE_TOLERANCE * 100
+    assert max_in_window(sent, 0.1) <= BOUND_100_MS
     stats = mw.crawler.stats
     assert stats.get_value(stat_keys.RATELIMIT_WAITS) == 49
     assert stats.get_value(stat_keys.RATELIMIT_WAIT_SECONDS) == pytest.approx(0.01 * 49 * 50 / 2, rel=0.15)
@@ -139,12 +148,12 @@ def test_a_request_woken_late_takes_a_new_slot() -> None:
         return sent
 
     sent = asyncio.run(main())
-    # Only the requests whose slot is at most LATE_TOLERANCE old go out when
-    # the loop comes back; the others take new slots.
-    clump = int(LATE_TOLERANCE * 100) + 1
+    # Only the request whose slot is at most 5 ms old goes out when the loop
+    # comes back; the others take new slots.
+    clump = 1
     assert mw.late_wakeups >= 10 - clump - 1
     assert max_in_window(sent, 0.001) <= clump
-    assert max_in_window(sent, 0.1) <= 10 + 1 + LATE_TOLERANCE * 100
+    assert max_in_window(sent, 0.1) <= BOUND_100_MS
     assert mw.sent == 30
 
 
@@ -154,12 +163,12 @@ def test_429_backs_off_once_per_rate_and_logs_once(caplog: pytest.LogCaptureFixt
 
     async def main() -> None:
         for request in requests[:2]:
-            await mw.process_request(request)
+            await mw.wait_for_slot(request)
         ok = Response(requests[0].url, status=200)
         assert await mw.process_response(requests[0], ok) is ok
         for request in requests[:2]:  # both granted before the backoff: one backoff
             await mw.process_response(request, Response(request.url, status=429))
-        await mw.process_request(requests[2])
+        await mw.wait_for_slot(requests[2])
         await mw.process_response(requests[2], Response(requests[2].url, status=429))
         # A 429 for a request that never went through the limiter counts as fresh.
         await mw.process_response(requests[3], Response(requests[3].url, status=429))
@@ -185,7 +194,7 @@ def test_instances_share_the_rate_and_the_backoff_through_redis(redis_prefix: st
         a, b = await asyncio.gather(send_all(first, 30), send_all(second, 30))
         elapsed = time.monotonic() - started
         request = Request("http://api.test/product/1")
-        await first.process_request(request)
+        await first.wait_for_slot(request)
         await first.process_response(request, Response(request.url, status=429))
         # The other instance sees the factor with its next lease.
         await send_all(second, second.limiter.lease_max + 1)
@@ -195,10 +204,26 @@ def test_instances_share_the_rate_and_the_backoff_through_redis(redis_prefix: st
 
     sent, elapsed = asyncio.run(main())
     assert 0.55 <= elapsed <= 0.8  # 60 requests at 100/s in total, not per instance
-    assert max_in_window(sent, 0.1) <= 10 + 1 + LATE_TOLERANCE * 100
+    assert max_in_window(sent, 0.1) <= BOUND_100_MS
     assert first.sent == 31
     assert first.rate_factor == pytest.approx(0.5, abs=0.01)
     assert second.rate_factor == pytest.approx(0.5, abs=0.01)  # seen through Redis
+
+
+@pytest.mark.parametrize(
+    ("handlers", "ok"),
+    [({}, True), ({"https": None}, True),
+     ({"http": "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"}, True),
+     ({"http": "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"}, False),
+     ({"https": "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"}, False)],
+)
+def test_a_download_handler_that_does_not_pace_is_refused(handlers: dict[str, Any], ok: bool) -> None:
+    settings = {"DOWNLOAD_HANDLERS": {**PROJECT_HANDLERS, **handlers}}
+    if ok:
+        assert rate_limit_of(build(**settings).crawler) is not None
+    else:
+        with pytest.raises(ValueError, match=r"DOWNLOAD_HANDLERS\['http"):
+            build(**settings)
 
 
 def test_unreachable_redis_fails_at_start() -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
-from tests.conftest import ROOT, crawl_env, mysql_query
+from tests.conftest import ROOT, crawl_env, mysql_query, run_crawl
 
 # A spider that hands the pipeline items directly, one of them out of range
 # for DECIMAL(10,2): cleaning would never let it through, so this is the
@@ -47,3 +48,15 @@ def test_a_row_the_database_rejects_is_recorded_and_the_rest_of_its_batch_stored
     assert [f[:2] for f in failures] == [(5, "failed"), (11, "failed")]
     assert failures[0][2].startswith("db_rejected") and "range" in failures[0][2]
     assert "rejected the row of product 5" in result.stderr
+
+
+def test_write_batches_are_full_at_a_high_rate(clean_arrival_server, mysql_url):
+    # At 400/s a flush interval of 0.5 s holds ~200 outcomes: batches should
+    # be far bigger than what comes in during one write (a handful).
+    result = run_crawl("-a", "end_id=2400", settings={
+        "API_BASE_URL": clean_arrival_server.base_url, "DATABASE_URL": mysql_url,
+        "MAX_REQUESTS_PER_SECOND": 400, "DATABASE_BATCH_SIZE": 200, "DATABASE_FLUSH_INTERVAL": 0.5})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products")[0][0] == 2400
+    batches = int(re.search(r"'productcrawler/db/batches': (\d+)", result.stderr).group(1))
+    assert 2400 / batches >= 50, batches

@@ -1,15 +1,27 @@
-"""Downloader middleware that holds the crawl to MAX_REQUESTS_PER_SECOND.
+"""The rate limit on every request sent: MAX_REQUESTS_PER_SECOND, held at the wire.
 
-Every request that reaches the downloader (retries and redirects included,
-since they come back through the scheduler) first takes a slot from a token
-bucket of ``MAX_REQUESTS_PER_SECOND`` with capacity ``RATE_LIMIT_BURST``, then
-sleeps until that slot without blocking the reactor. Each request reserves its
-own future slot (GCRA), so N waiting requests wake at N distinct times and
-each sleeps once. With ``REDIS_URL`` set the bucket is shared by all instances
-(:mod:`productcrawler.ratelimit.redis_bucket`); otherwise it is in-process.
-Register it closest to the downloader (order 950, after HttpCacheMiddleware
-so cache hits take no slot): its ``process_request`` runs last, right before
-the request is handed to the download slot.
+Every request sent to the API (retries and redirects included, since they come
+back through the scheduler) takes a slot from a token bucket of
+``MAX_REQUESTS_PER_SECOND`` with capacity ``RATE_LIMIT_BURST``, and waits for
+it without blocking the reactor. With ``REDIS_URL`` set the bucket is shared
+by all instances (:mod:`productcrawler.ratelimit.redis_bucket`); otherwise it
+is in-process.
+
+Where the wait happens matters. Taken here, in ``process_request``, a slot
+said when a request could leave the middleware, not when it reached the
+socket: requests that waited afterwards (for the event loop, in the download
+slot's queue) left together, 79 in 100 ms and 531-572 in a second at a cap of
+500 with a burst of 10 (bench/where_bursts.py). So this component only builds
+and owns the limiter; the wait is :meth:`RateLimitMiddleware.wait_for_slot`,
+called by the download handler
+(:class:`productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler`) right
+before it hands the request to aiohttp, with no suspension point between the
+check and the write on a pooled connection. A request that finds its slot
+stale by then (past the slot's ``deadline``: a stalled reactor, a GC pause, a
+slow Redis call) gives it up and takes a new one, so passed slots are lost and
+the API never sees a catch-up. The middleware stays for the 429 backoff, the
+stats and the attributes a metrics exporter reads; it refuses to start with a
+download handler that does not pace.
 
 A 429 response halves the effective rate (never below 10 % of the cap),
 shared through Redis when there is one; it recovers by 10 % of the cap every
@@ -17,38 +29,38 @@ shared through Redis when there is one; it recovers by 10 % of the cap every
 
 Division of labour with AutoThrottle: the bucket is the hard cap, counted on
 requests sent, and the 429 backoff is the reaction to overload; AutoThrottle
-(enabled in settings.py) only adapts *below* the cap, to latency. Scrapy sends at most one
-request per ``slot.delay`` from a download slot whose delay is positive, and
-AutoThrottle sets that delay to about latency / AUTOTHROTTLE_TARGET_CONCURRENCY,
-so it stays out of the way only while latency < TARGET_CONCURRENCY / rate
-(64 ms with 32 at 500/s; 10 ms with the default of 1, i.e. it caps a 10 ms API
-at 100/s). It lowers the delay only on 200 responses, so a run of 404s (missing
-ids) ratchets it up to the slowest latency / TARGET_CONCURRENCY seen. Keep
-DOWNLOAD_DELAY at 0: it is AutoThrottle's minimum delay and caps the slot at
-1 / DOWNLOAD_DELAY.
+(enabled in settings.py) only adapts *below* the cap, to latency, and does it
+through the bucket: :mod:`productcrawler.ratelimit.autothrottle` turns its
+delay (about latency / AUTOTHROTTLE_TARGET_CONCURRENCY) into the limiter's
+pace, so the download slot keeps no delay and no timer runs per request.
+Keep DOWNLOAD_DELAY at 0: it is AutoThrottle's minimum delay, and Scrapy
+would also apply it as a slot delay.
 
 Sizing CONCURRENT_REQUESTS (Little's law): a request waiting for its slot
-holds a downloader slot, so concurrency >= rate * (latency + typical token
-wait) is needed to sustain the rate; e.g. 500/s at 10 ms latency needs 5 in
-flight, and 64 keeps the bucket the limit up to ~120 ms latency. Any surplus
-simply waits in the bucket. Keep CONCURRENT_REQUESTS_PER_DOMAIN equal to it,
-so a request released by the bucket never queues in the download slot and
-leaves later in a clump.
+holds a downloader slot (not a connection), so concurrency >= rate * (latency
++ typical token wait) is needed to sustain the rate; e.g. 500/s at 10 ms
+latency needs 5 in flight, and 64 keeps the bucket the limit up to ~120 ms
+latency. Any surplus simply waits in the bucket. Keep
+CONCURRENT_REQUESTS_PER_DOMAIN equal to it: aiohttp's connection pool is sized
+from both, and a request that had to wait for a connection after its slot
+check would be sent late.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+import weakref
 from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.asyncio import sleep
+from scrapy.utils.misc import load_object
 
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
-from productcrawler.ratelimit.bucket import LATE_TOLERANCE, LocalRateLimiter, TokenBucket
+from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
 
 if TYPE_CHECKING:
@@ -67,6 +79,15 @@ logger = logging.getLogger(__name__)
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 META_GRANTED_AT = "ratelimit_granted_at"  # when the bucket granted this request's slot
 EFFECTIVE_RATE_INTERVAL = 1.0  # seconds between updates of the effective_rate stat
+PACING_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"
+
+# The limiter of each running crawler, for its download handler to wait on.
+_LIMITS: weakref.WeakKeyDictionary[Crawler, RateLimitMiddleware] = weakref.WeakKeyDictionary()
+
+
+def rate_limit_of(crawler: Crawler) -> RateLimitMiddleware | None:
+    """The crawler's rate limit, or None when it has none (RATE_LIMIT_ENABLED=False)."""
+    return _LIMITS.get(crawler)
 
 
 def rate_limit_enabled(settings: BaseSettings) -> bool:
@@ -75,6 +96,20 @@ def rate_limit_enabled(settings: BaseSettings) -> bool:
     except ValueError:
         raise ConfigError(f"RATE_LIMIT_ENABLED={settings.get('RATE_LIMIT_ENABLED')!r} is not a "
                           "boolean; expected True/False, 1/0, 'true'/'false'") from None
+
+
+def _check_handlers(settings: BaseSettings) -> None:
+    """The wait happens in the download handler: one that does not pace would send unthrottled."""
+    from productcrawler.ratelimit.handler import PacedDownloadMixin
+
+    handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
+    for scheme in ("http", "https"):
+        path = handlers.get(scheme)
+        if path and not issubclass(load_object(path), PacedDownloadMixin):
+            raise ConfigError(f"DOWNLOAD_HANDLERS[{scheme!r}]={path!r}: the rate limit "
+                              f"(MAX_REQUESTS_PER_SECOND) is applied by the download handler; use "
+                              f"{PACING_HANDLER} or a subclass of "
+                              "productcrawler.ratelimit.handler.PacedDownloadMixin")
 
 
 def _check_asyncio(settings: BaseSettings) -> None:
@@ -88,9 +123,11 @@ def _check_asyncio(settings: BaseSettings) -> None:
 class RateLimitMiddleware:
     """Token-bucket rate limit on every request sent; see the module docstring.
 
-    Attributes for a metrics exporter: ``sent``, ``waiting``, ``rate_factor``,
-    ``current_rate`` (cap x factor), ``effective_rate`` (whole crawl),
-    ``recent_rate`` (last ~1 s with sends), ``backoffs``, ``late_wakeups``.
+    Attributes for a metrics exporter: ``sent``, ``waiting`` (requests waiting
+    for a slot right now, a gauge), ``rate_factor``, ``current_rate`` (cap x
+    factor), ``effective_rate`` (whole crawl), ``recent_rate`` (last ~1 s with
+    sends), ``backoffs``, ``late_wakeups`` (slots given up because they were
+    stale when their request could be sent).
     """
 
     def __init__(self, crawler: Crawler, limiter: RateLimiter) -> None:
@@ -114,6 +151,7 @@ class RateLimitMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not rate_limit_enabled(crawler.settings):
             raise NotConfigured
+        _check_handlers(crawler.settings)
         config = CrawlConfig.from_settings(crawler.settings)
         rate, burst = config.max_requests_per_second, config.rate_limit_burst
         limiter: RateLimiter
@@ -125,7 +163,9 @@ class RateLimitMiddleware:
             limiter = RedisTokenBucket.from_url(config.redis_url, key_prefix=config.redis_key_prefix,
                                                 rate=rate, burst=burst)
             logger.debug("Rate limit shared through %s", mask_url(config.redis_url))
-        return cls(crawler, limiter)
+        middleware = cls(crawler, limiter)
+        _LIMITS[crawler] = middleware
+        return middleware
 
     @property
     def rate_factor(self) -> float:
@@ -152,7 +192,11 @@ class RateLimitMiddleware:
         self._set_effective_rate()
         await self.limiter.close()
 
-    async def process_request(self, request: Request) -> None:
+    async def wait_for_slot(self, request: Request) -> None:
+        """Return when ``request`` may be sent: at its slot, and before the slot goes stale.
+
+        The caller must send at once, with no ``await`` in between (see the module docstring).
+        """
         entered = time.monotonic()
         self.waiting += 1
         slept = False
@@ -162,8 +206,8 @@ class RateLimitMiddleware:
                 delay = reservation.at - time.monotonic()
                 if delay > 0:
                     slept = True
-                    await sleep(delay)
-                if time.monotonic() - reservation.at <= LATE_TOLERANCE:
+                    await asyncio.sleep(delay)
+                if time.monotonic() <= reservation.deadline:
                     break
                 # Woken too late (event-loop lag): sending now could crowd the
                 # slots granted after this one, so take a new slot instead.

@@ -2,25 +2,26 @@
 
 ``bucket`` holds the GCRA arithmetic (:class:`TokenBucket`, pure, with an
 injectable clock) and its async adapter (:class:`LocalRateLimiter`);
-``redis_bucket`` holds the shared bucket (:class:`RedisTokenBucket`). The
-downloader middleware that applies them is
+``redis_bucket`` holds the shared bucket (:class:`RedisTokenBucket`);
+``handler`` the download handler that waits for each slot right before
+sending. The downloader middleware that builds them is
 :mod:`productcrawler.middlewares.ratelimit`, whose docstring explains how the
 limit, AutoThrottle and ``CONCURRENT_REQUESTS`` fit together.
 """
 
 from productcrawler.ratelimit.bucket import (
-    LATE_TOLERANCE,
     BackoffPolicy,
     Lease,
     LocalRateLimiter,
     RateLimiter,
     Reservation,
     TokenBucket,
+    granting_burst,
+    late_tolerance,
 )
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
 
 __all__ = [
-    "LATE_TOLERANCE",
     "BackoffPolicy",
     "Lease",
     "LocalRateLimiter",
@@ -28,4 +29,6 @@ __all__ = [
     "RedisTokenBucket",
     "Reservation",
     "TokenBucket",
+    "granting_burst",
+    "late_tolerance",
 ]

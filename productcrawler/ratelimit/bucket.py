@@ -5,13 +5,16 @@ algorithm / virtual scheduling): every reservation is granted at once and
 returns the time at which its request may be sent, so ``n`` waiting requests
 get ``n`` distinct send times and each sleeps exactly once.
 
-With ``interval = 1 / effective_rate`` and ``tau = (burst - 1) * interval``, a
+With ``interval = 1 / effective_rate`` and ``tau = (b - 1) * interval``, a
 reservation made at ``now`` gets ``max(now, max(tat, now) - tau)`` and moves the
 TAT on by one interval. Any two granted slots ``i < j`` then satisfy
-``slot_j - slot_i >= (j - i) * interval - tau``, so any window of one second
-holds fewer than ``rate + burst`` slots.
+``slot_j - slot_i >= (j - i) * interval - tau``, so any window of L seconds
+holds at most ``L * rate + b`` slots. ``b`` is :func:`granting_burst`, part of
+the configured burst: the rest covers the lateness a slot may be used with
+(:func:`late_tolerance`), so that *sends* stay within ``L * rate + burst``.
 
-The effective rate is ``rate * factor``; a 429 multiplies the factor by
+The effective rate is ``rate * factor``, or a lower ``pace`` when one is set
+(AutoThrottle's latency-based target, :mod:`.autothrottle`); a 429 multiplies the factor by
 ``BackoffPolicy.multiplier`` (never below ``floor``) and it then recovers
 linearly by ``recovery_per_second`` up to 1. A 429 caused by a request that
 was granted before the latest backoff does not back off again: it answers the
@@ -31,12 +34,31 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-# A request woken later than this after its slot is not sent: it takes a new
-# slot instead (the missed one is lost capacity). This bounds how far sends
-# can drift behind their slots when the event loop lags, so any 1-second
-# window of sends holds at most rate * (1 + LATE_TOLERANCE) + burst requests:
-# 520 at 500/s with the default burst of 10, 4 % over the rate.
-LATE_TOLERANCE = 0.02
+# How late after its slot a request may still be sent, as a share of the
+# burst's span: a request that finds its slot older than that (the event loop
+# or the downloader held it) gives the slot up and takes a new one, so passed
+# slots are lost, never sent in a clump. The bucket grants slots with the rest
+# of the burst, so sends in any window of L seconds stay within
+# L * rate + burst: at 500/s with a burst of 10, slots are granted with a
+# burst of 5.5 and may be used up to 9 ms late.
+LATE_SHARE = 0.5
+MIN_LATE_TOLERANCE = 0.005  # seconds; a burst of 1 leaves no span to share (see late_tolerance)
+
+
+def granting_burst(burst: float) -> float:
+    """The burst slots are granted with; the rest is left for lateness at send time."""
+    return 1.0 + (1.0 - LATE_SHARE) * (burst - 1.0)
+
+
+def late_tolerance(interval: float, burst: float) -> float:
+    """Seconds after its slot a request may still be sent, at ``interval`` between slots.
+
+    At least ``MIN_LATE_TOLERANCE``: a wake-up is rarely more punctual on a busy
+    machine. With a burst below ``1 + MIN_LATE_TOLERANCE / interval`` sends may
+    then exceed ``L * rate + burst`` by that fraction of a request (half a
+    request at 100/s with a burst of 1).
+    """
+    return max(MIN_LATE_TOLERANCE, LATE_SHARE * (burst - 1.0) * interval)
 
 
 class Reservation(NamedTuple):
@@ -48,6 +70,8 @@ class Reservation(NamedTuple):
     """When the bucket granted it, in the bucket's clock; pass it to ``backoff()``."""
     slot: float
     """The slot in the bucket's clock (equals ``at`` for a local bucket)."""
+    deadline: float
+    """Local time after which the slot is stale: it must not be used any more."""
 
 
 class RateLimiter(Protocol):
@@ -63,6 +87,8 @@ class RateLimiter(Protocol):
     def factor(self) -> float: ...
 
     async def acquire(self) -> Reservation: ...
+
+    def set_pace(self, pace: float | None) -> None: ...
 
     async def backoff(self, granted_at: float | None) -> bool: ...
 
@@ -123,6 +149,7 @@ class TokenBucket:
         self.burst: float = float(burst)
         self.policy: BackoffPolicy = policy or BackoffPolicy()
         self.clock: Callable[[], float] = clock
+        self.pace: float | None = None  # a rate below the cap (latency-based pacing), or none
         self._tat: float = -math.inf
         self._factor: float = 1.0
         self._factor_at: float = -math.inf
@@ -136,7 +163,8 @@ class TokenBucket:
         return self.policy.recovered(self._factor, self._factor_at, self._now(now))
 
     def effective_rate(self, now: float | None = None) -> float:
-        return self.rate * self.factor(now)
+        capped = self.rate * self.factor(now)
+        return capped if self.pace is None else min(capped, self.pace)
 
     def set_rate(self, rate: float, burst: float | None = None) -> None:
         """Change the cap; slots already granted keep their times."""
@@ -152,7 +180,7 @@ class TokenBucket:
         interval = 1.0 / self.effective_rate(now)
         tat = max(self._tat, now)
         self._tat = tat + count * interval
-        return Lease(tat - (self.burst - 1.0) * interval, interval, count, now)
+        return Lease(tat - (granting_burst(self.burst) - 1.0) * interval, interval, count, now)
 
     def reserve(self, now: float | None = None) -> float:
         """Reserve one slot; return the time at which it may be used."""
@@ -196,8 +224,14 @@ class LocalRateLimiter:
 
     async def acquire(self) -> Reservation:
         now = self.bucket.clock()
-        slot = self.bucket.reserve(now)
-        return Reservation(at=slot, granted_at=now, slot=slot)
+        lease = self.bucket.lease(1, now)
+        slot = max(lease.not_before, lease.base)
+        return Reservation(at=slot, granted_at=now, slot=slot,
+                           deadline=slot + late_tolerance(lease.interval, self.bucket.burst))
+
+    def set_pace(self, pace: float | None) -> None:
+        """Grant new slots at no more than ``pace`` per second (None: up to the cap)."""
+        self.bucket.pace = pace
 
     async def backoff(self, granted_at: float | None) -> bool:
         return self.bucket.backoff(granted_at)

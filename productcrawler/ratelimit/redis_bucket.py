@@ -7,14 +7,16 @@ instance *leases* up to ``lease_max`` slots per call (2 % of the rate by
 default; the lease doubles each time all its slots were used, and halves when
 leased slots go unused). The script answers ``(server_now, base, interval,
 factor)`` and the k-th leased slot is ``max(server_now, base + k * interval)`` in server time.
-The same call gives the offset between server time and local
-``time.monotonic()`` (server time minus the call's local midpoint), so each
-leased slot becomes a local send time of its own.
+The same call bounds the offset between server time and local
+``time.monotonic()`` (the server read its clock between the call's start and
+its reply; the bounds of all calls are intersected), so each leased slot
+becomes a local send time of its own.
 
 Leased slots are written into the shared TAT before anyone uses them: an
-instance that dies with unused slots leaves lost capacity, never extra. A
-leased slot that has gone stale locally (more than ``LATE_TOLERANCE`` in the
-past) is dropped, not sent late.
+instance that dies with unused slots leaves lost capacity, never extra. The
+script grants with :func:`~.bucket.granting_burst`; a leased slot that has gone
+stale locally (past its :func:`~.bucket.late_tolerance`) is dropped, not sent
+late.
 
 State lives in one hash, ``{REDIS_KEY_PREFIX}:ratelimit:bucket`` (fields
 ``tat``, ``factor``, ``factor_at``, ``backoff_at``, all server seconds), whose
@@ -36,11 +38,12 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from productcrawler.config import mask_url
 from productcrawler.ratelimit.bucket import (
-    LATE_TOLERANCE,
     BackoffPolicy,
     Lease,
     Reservation,
     check_rate,
+    granting_burst,
+    late_tolerance,
 )
 from productcrawler.redis_connection import AsyncClient, async_redis_client, redis_client
 
@@ -68,14 +71,15 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 """
 
-# KEYS[1] bucket hash; ARGV rate, burst, count, recovery_per_second, ttl.
+# KEYS[1] bucket hash; ARGV rate, burst, count, recovery_per_second, ttl, pace
+# (this instance's latency-based ceiling, or the rate when it has none).
 # Returns server_now, base, interval, factor as strings (Lua numbers would be
 # truncated to integers on the way out).
 LEASE_SCRIPT = _RECOVERED_FACTOR + """
 local rate, burst, count = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local s = redis.call('HMGET', KEYS[1], 'tat', 'factor', 'factor_at')
 local factor = recovered_factor(s[2], s[3], now, tonumber(ARGV[4]))
-local interval = 1 / (rate * factor)
+local interval = 1 / math.min(rate * factor, tonumber(ARGV[6]))
 local tat = math.max(tonumber(s[1]) or now, now)
 local base = tat - (burst - 1) * interval
 tat = math.ceil((tat + count * interval) * 1000000) / 1000000
@@ -137,8 +141,10 @@ class RedisTokenBucket:
         self.policy: BackoffPolicy = policy or BackoffPolicy()
         self.clock: Callable[[], float] = clock
         self.offset: float | None = None  # server time minus local monotonic time
+        self._offset_bounds: tuple[float, float] | None = None
         self.redis_calls: int = 0
         self.expired_slots: int = 0
+        self.pace: float | None = None
         self._factor: float = 1.0
         self._slots: deque[Reservation] = deque()
         self._lock = asyncio.Lock()
@@ -171,7 +177,7 @@ class RedisTokenBucket:
                     now = self.clock()
                     while self._slots:
                         reservation = self._slots.popleft()
-                        if reservation.at >= now - LATE_TOLERANCE:
+                        if now <= reservation.deadline:
                             return reservation
                         self.expired_slots += 1
                         self._expired_since_lease = True
@@ -185,17 +191,41 @@ class RedisTokenBucket:
             self._pending -= 1
 
     async def _lease(self, count: int) -> None:
-        args = [repr(self.rate), repr(self.burst), count,
-                repr(self.policy.recovery_per_second), repr(KEY_TTL)]
+        args = [repr(self.rate), repr(granting_burst(self.burst)), count,
+                repr(self.policy.recovery_per_second), repr(KEY_TTL),
+                repr(self.rate if self.pace is None else min(self.rate, self.pace))]
         started = self.clock()
         reply = await self._run(self._lease_script, args)
         received = self.clock()
         server_now, base, interval, factor = (float(value) for value in reply)
-        self.offset = offset = server_now - (started + received) / 2
+        offset = self._estimate_offset(server_now, started, received)
         self._factor = factor
+        tolerance = late_tolerance(interval, self.burst)
         for slot in Lease(base, interval, count, server_now).slots():
-            self._slots.append(Reservation(at=max(slot - offset, received),
-                                           granted_at=server_now, slot=slot))
+            # Not clamped to ``received``: a slot that passed while the call was
+            # on its way is as stale here as anywhere.
+            at = slot - offset
+            self._slots.append(Reservation(at=at, granted_at=server_now, slot=slot,
+                                           deadline=at + tolerance))
+
+    def _estimate_offset(self, server_now: float, started: float, received: float) -> float:
+        """Server time minus local time, from every call so far.
+
+        Each call bounds it: the server read its clock between ``started`` and
+        ``received``. A single call's midpoint is off by up to half its round
+        trip, and a slow reply (a busy event loop, a Redis stall) would shift
+        one lease's slots against the next and bunch them; the intersection of
+        all the bounds is as tight as the fastest call. When the bounds stop
+        overlapping (a clock step, drift), it starts again from this call.
+        """
+        low, high = server_now - received, server_now - started
+        if self._offset_bounds is not None:
+            best_low, best_high = self._offset_bounds
+            if max(low, best_low) <= min(high, best_high):
+                low, high = max(low, best_low), min(high, best_high)
+        self._offset_bounds = (low, high)
+        self.offset = (low + high) / 2
+        return self.offset
 
     async def _run(self, script: Any, args: list[Any]) -> list[bytes]:
         """Call ``script``, waiting out a Redis outage of up to OUTAGE_MAX seconds."""
@@ -220,6 +250,14 @@ class RedisTokenBucket:
                 await asyncio.sleep(OUTAGE_RETRY_DELAY)
             else:
                 return reply
+
+    def set_pace(self, pace: float | None) -> None:
+        """Lease new slots at no more than ``pace`` per second (None: up to the cap).
+
+        The pace is this instance's: its leases are spaced by it, other
+        instances' by theirs.
+        """
+        self.pace = pace
 
     async def backoff(self, granted_at: float | None) -> bool:
         """Lower the shared factor for a 429; False if not applied."""

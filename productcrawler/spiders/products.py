@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
+from w3lib.url import safe_url_string
 
 from productcrawler import signals as signals_
 from productcrawler import stat_keys
@@ -53,6 +54,10 @@ class ProductsSpider(Spider):
         spider.config = CrawlConfig.from_settings(crawler.settings, start_id=spider.start_id_arg,
                                                   end_id=spider.end_id_arg)
         spider.ledger = ledger_for(crawler, spider.config)
+        # Our URLs are a base URL and an integer: when the base is already in
+        # normal form, so is every URL, and Request and aiohttp (yarl) need not
+        # normalise each one again (Scrapy's verbatim_url meta key).
+        spider.verbatim_urls = safe_url_string(spider.config.product_url(1)) == spider.config.product_url(1)
         crawler.signals.connect(spider._closed, signal=signals.spider_closed)
         return spider
 
@@ -63,6 +68,7 @@ class ProductsSpider(Spider):
         # Built on first use, not in from_crawler: crawler.stats exists only
         # once the crawl starts (start(), or a callback under scrapy parse).
         return RetryPolicy.from_crawler(self.crawler)
+    verbatim_urls: bool = False
 
     async def start(self) -> AsyncIterator[Request]:
         self.retry_policy  # noqa: B018 - built now, so that a bad retry setting stops the start
@@ -94,7 +100,7 @@ class ProductsSpider(Spider):
             errback=self.on_error,
             dont_filter=True,
             meta={"product_id": product_id, "download_timeout": self.config.api_timeout,
-                  "handle_httpstatus_all": True},
+                  "handle_httpstatus_all": True, "verbatim_url": self.verbatim_urls},
         )
 
     def product_id_in(self, url: str) -> int | None:

@@ -1,0 +1,113 @@
+"""Where does the crawl's CPU go? One crawl under py-spy, samples grouped by component.
+
+Usage (from the repository root; py-spy from requirements-bench.txt, run as a
+user allowed to ptrace its children)::
+
+    .venv/bin/python bench/profile.py                          # 20,000 ids unthrottled, Redis + MySQL
+    .venv/bin/python bench/profile.py --ids 10000 --rate 500 --keep profile.txt
+
+Each sample (py-spy ``--format raw``, idle samples excluded) is charged to its
+*owning frame*: walking from the innermost frame outwards, the first frame
+whose file belongs to a component below. So JSON decoding called by the
+cleaning code counts as cleaning, and the event loop's own frames count as
+glue only when nothing more specific is running. The table gives each
+component's share of the samples and its CPU milliseconds per response
+(samples / sampling rate / responses: py-spy's own CPU is not in it; start-up
+is, so use enough ids); ``bench/pyspy_top.py`` reads the same raw profile
+function by function.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # noqa: E402
+    REDIS_URL,
+    ROOT,
+    create_database,
+    crawl_command,
+    delete_redis_prefix,
+    drop_database,
+    run_measured,
+    simulator,
+    unique_prefix,
+)
+
+PY_SPY = str(Path(sys.executable).with_name("py-spy"))
+SAMPLING_RATE = 250  # samples per second
+
+# (component, pattern on the frame's file path), most specific first.
+COMPONENTS: list[tuple[str, str]] = [
+    ("rate limit (ours)", r"productcrawler/(ratelimit|middlewares/ratelimit)"),
+    ("retry / auth / stats middlewares (ours)", r"productcrawler/(middlewares|retry|stats)"),
+    ("cleaning + parse (ours)", r"productcrawler/(cleaning|spiders)"),
+    ("storage pipeline + MySQL", r"productcrawler/(pipelines|storage)|pymysql/|twisted/enterprise/"),
+    ("scheduler + pass (Redis)", r"productcrawler/(schedulers|passes)|scrapy_redis/|redis/"),
+    ("other ours", r"productcrawler/"),
+    ("aiohttp handler", r"aiohttp/|yarl/|multidict/|scrapy/core/downloader/handlers/"),
+    ("Request / Response / Headers", r"scrapy/http/|w3lib/"),
+    ("Scrapy downloader + middleware chain", r"scrapy/core/downloader/|scrapy/middleware\.py"),
+    ("Scrapy engine + scraper + scheduler glue", r"scrapy/core/|scrapy/pipelines/|scrapy/spidermiddlewares/"),
+    ("signals + stats + logging", r"scrapy/(signalmanager|statscollectors|logformatter)|pydispatch/|/logging/"),
+    ("Twisted / asyncio glue (Deferreds, tasks)", r"twisted/|scrapy/utils/(defer|asyncio|asyncgen)|/asyncio/"),
+    ("other Scrapy", r"scrapy/"),
+    ("garbage collection + other stdlib", r"/lib/python3\.\d+/|<frozen"),
+]
+FRAME = re.compile(r"(.*) \((.*?):(\d+)\)$")
+
+
+def component(stack: list[str]) -> str:
+    for frame in reversed(stack):
+        match = FRAME.match(frame)
+        path = match.group(2) if match else frame
+        for name, pattern in COMPONENTS:
+            if re.search(pattern, path):
+                return name
+    return "unattributed"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ids", type=int, default=20_000)
+    parser.add_argument("--rate", type=float, default=1_000_000, help="MAX_REQUESTS_PER_SECOND (default: unthrottled)")
+    parser.add_argument("--keep", type=Path, help="keep the raw py-spy profile here")
+    args = parser.parse_args()
+    database, prefix = create_database("benchprof"), unique_prefix("benchprof")
+    raw = args.keep or Path(tempfile.mkstemp(suffix=".txt")[1])
+    try:
+        with simulator() as sim:
+            settings = {"DATABASE_URL": f"mysql://root@127.0.0.1:3306/{database}", "REDIS_URL": REDIS_URL,
+                        "REDIS_KEY_PREFIX": prefix, "MAX_REQUESTS_PER_SECOND": args.rate, "LOG_LEVEL": "WARNING"}
+            command = [PY_SPY, "record", "--format", "raw", "--rate", str(SAMPLING_RATE), "--output", str(raw), "--",
+                       *crawl_command(1, args.ids, sim.base_url, settings)]
+            run = run_measured("profile", command, cwd=ROOT, timeout=max(600.0, 3 * args.ids / args.rate))
+            responses = sim.stats()["total"]
+    finally:
+        drop_database(database)
+        delete_redis_prefix(prefix)
+    samples: Counter[str] = Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack:
+            samples[component(stack.split(";"))] += int(count)
+    total = sum(samples.values()) or 1
+    print(f"exit {run.returncode}, {responses} responses, {run.wall:.1f} s wall, {total} samples "
+          f"({total / SAMPLING_RATE:.1f} CPU s of the crawl)")
+    print(f"\n| component | share of samples | CPU ms per response |\n|---|---|---|")
+    for name, count in samples.most_common():
+        share = count / total
+        print(f"| {name} | {100 * share:.1f} % | {1000 * count / SAMPLING_RATE / max(responses, 1):.3f} |")
+    if args.keep is None:
+        raw.unlink()
+    return 0 if run.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

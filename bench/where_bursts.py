@@ -1,0 +1,123 @@
+"""Where does a burst form between the token and the API? Time stamps along one request's way.
+
+Usage (from the repository root)::
+
+    .venv/bin/python bench/where_bursts.py --ids 10000 --rate 500 [--redis]
+
+One crawl against ``tests/arrival_server.py`` with three probes installed
+through settings: the time each request leaves the rate-limit middleware
+(``token``), enters the download handler (``handler``) and has its headers
+written to the socket (``socket``, aiohttp's ``on_request_headers_sent``
+trace), plus the server's own arrival clock (``arrival``). For each it prints
+the busiest sliding 1-s and 100-ms windows: the stage where they first exceed
+cap + burst and cap/10 + burst is where the clump forms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+try:  # the pacing handler; Scrapy's own on code from before it
+    from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler as BaseHandler  # noqa: E402
+except ImportError:
+    from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler as BaseHandler  # noqa: E402
+from productcrawler.middlewares.ratelimit import RateLimitMiddleware  # noqa: E402
+
+PROBE_FILE = "WHERE_BURSTS_FILE"
+STAMPS: dict[str, list[float]] = {"token": [], "handler": [], "socket": []}
+
+
+def _dump() -> None:
+    with open(os.environ[PROBE_FILE], "w") as out:
+        json.dump(STAMPS, out)
+
+
+class ProbedMiddleware(RateLimitMiddleware):
+    if hasattr(RateLimitMiddleware, "process_request"):  # code from before the pacing handler
+        async def process_request(self, request):  # type: ignore[no-untyped-def]
+            await super().process_request(request)
+            STAMPS["token"].append(time.monotonic())
+
+    async def wait_for_slot(self, request):  # type: ignore[no-untyped-def]
+        await super().wait_for_slot(request)
+        STAMPS["token"].append(time.monotonic())
+
+    async def spider_closed(self) -> None:
+        await super().spider_closed()
+        _dump()
+
+
+class ProbedHandler(BaseHandler):
+    def __init__(self, crawler):  # type: ignore[no-untyped-def]
+        super().__init__(crawler)
+        trace = aiohttp.TraceConfig()
+
+        async def sent(session, context, params):  # type: ignore[no-untyped-def]
+            STAMPS["socket"].append(time.monotonic())
+
+        trace.on_request_headers_sent.append(sent)
+        trace.freeze()
+        self._session._trace_configs.append(trace)
+
+    async def download_request(self, request):  # type: ignore[no-untyped-def]
+        STAMPS["handler"].append(time.monotonic())
+        return await super().download_request(request)
+
+
+def main() -> int:
+    from _common import busiest_window, create_database, crawl_command, delete_redis_prefix, drop_database, unique_prefix
+
+    from tests.arrival_server import ArrivalServer
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ids", type=int, default=10_000)
+    parser.add_argument("--rate", type=float, default=500.0)
+    parser.add_argument("--redis", action="store_true")
+    parser.add_argument("--stall", action="store_true", help="block the reactor 0.1-0.2 s every 0.7 s")
+    parser.add_argument("--hold", action="store_true", help="the API holds its answers 0.3 s every 1.2 s")
+    args = parser.parse_args()
+    database, prefix = create_database("bursts"), unique_prefix("bursts")
+    settings: dict[str, object] = {
+        "DATABASE_URL": f"mysql://root@127.0.0.1:3306/{database}", "MAX_REQUESTS_PER_SECOND": args.rate,
+        "LOG_LEVEL": "WARNING",
+        "DOWNLOADER_MIDDLEWARES": {"productcrawler.middlewares.ratelimit.RateLimitMiddleware": None,
+                                   "where_bursts.ProbedMiddleware": 950},
+        "DOWNLOAD_HANDLERS": {"http": "where_bursts.ProbedHandler", "https": "where_bursts.ProbedHandler"}}
+    if args.redis:
+        settings.update(REDIS_URL="redis://127.0.0.1:6379/0", REDIS_KEY_PREFIX=prefix)
+    if args.stall:
+        settings.update(EXTENSIONS={"tests.stall_extension.ReactorStall": 0})
+    try:
+        with tempfile.NamedTemporaryFile(suffix=".json") as probe, ArrivalServer() as server:
+            if args.hold:
+                server.hold(0.3, every=1.2)
+            env = {**os.environ, PROBE_FILE: probe.name,
+                   "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "bench")])}
+            subprocess.run(crawl_command(1, args.ids, server.base_url, settings), cwd=ROOT, env=env, check=True)
+            stamps = json.load(open(probe.name))
+            stamps["arrival"] = server.arrivals()
+    finally:
+        drop_database(database)
+        delete_redis_prefix(prefix)
+    for stage in ("token", "handler", "socket", "arrival"):
+        times = stamps[stage]
+        print(f"{stage:8} n={len(times):6}  busiest 1 s {busiest_window(times):4}  "
+              f"busiest 100 ms {busiest_window(times, 0.1):3}  busiest 10 ms {busiest_window(times, 0.01):3}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,9 +1,10 @@
 """Request latency into the ``productcrawler_request_duration_seconds`` histogram.
 
-Placed right after the rate limit (order 960 > 950): its ``process_request``
-runs once the request has its slot and goes to the download slot, and its
-``process_response`` / ``process_exception`` run first on the way back, so the
-time measured is the API's (plus the download slot), not the wait for a token.
+Placed last on the way out (order 960): its ``process_request`` stamps the
+request as it goes to the download slot, and the paced download handler
+(``ratelimit/handler.py``) stamps it again once the request has its rate-limit
+slot and is sent; ``process_response`` / ``process_exception`` run first on the
+way back, so the time measured is the API's, not the wait for a token.
 The outcome is a class (``2xx``, ``404``, ``429``, ``4xx``, ``5xx``,
 ``timeout``, ``error``), never an id. Off unless METRICS_PORT is set: it is
 the one thing the metrics add per request (two ``monotonic()`` calls, a meta

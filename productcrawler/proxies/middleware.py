@@ -42,7 +42,7 @@ from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.proxies.pool import ProxyPool, stat
 from productcrawler.proxies.shared import RedisHealthBook
-from productcrawler.ratelimit.bucket import LATE_TOLERANCE, LocalRateLimiter, TokenBucket
+from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
 from productcrawler.redis_connection import async_redis_client
 from productcrawler.schedulers.local import RESEND_NOW, RETRY_DELAY
@@ -149,7 +149,7 @@ class ProxyMiddleware:
             delay = reservation.at - time.monotonic()
             if delay > 0:
                 await sleep(delay)
-            if time.monotonic() - reservation.at <= LATE_TOLERANCE:
+            if time.monotonic() <= reservation.deadline:
                 return
             # Woken too late (event-loop lag): a new slot, or this one would crowd the next.
 

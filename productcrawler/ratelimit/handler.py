@@ -17,11 +17,13 @@ and a cache hit takes none.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler
 
 from productcrawler.middlewares.ratelimit import rate_limit_enabled, rate_limit_of
+from productcrawler.middlewares.request_timing import SENT_AT
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -40,6 +42,8 @@ class PacedDownloadMixin:
         limit = rate_limit_of(self.crawler)
         if limit is not None:
             await limit.wait_for_slot(request)
+            if SENT_AT in request.meta:  # metrics on: the latency starts at the send, not the wait
+                request.meta[SENT_AT] = time.monotonic()
         elif not self._unpaced_logged and rate_limit_enabled(self.crawler.settings):
             self._unpaced_logged = True
             logger.error("RATE_LIMIT_ENABLED is on but RateLimitMiddleware is not in "

@@ -252,3 +252,39 @@ def test_parse_shows_the_cleaned_product_without_database_or_redis(clean_simulat
     assert result.returncode == 0, result.stderr[-3000:]
     assert "'product_id': 1," in result.stdout and "'price': Decimal(" in result.stdout
     assert "KeyError" not in result.stderr and "Traceback" not in result.stderr
+
+
+# -- RETRY_TIMES / DOWNLOAD_TIMEOUT in settings.py (project priority) -----------------
+
+
+def project_settings(**scrapy_settings):
+    """The project's settings.py as Scrapy loads it, plus Scrapy settings a user pasted into it.
+
+    settings.py fills in MAX_RETRIES and API_TIMEOUT (their defaults, or the
+    environment's values) at the same priority as anything else in the file.
+    """
+    import productcrawler.settings as module
+
+    settings = Settings()
+    settings.setmodule(module, priority="project")
+    for name in ("MAX_RETRIES", "API_TIMEOUT"):  # as settings.py computes them with this environment
+        settings.set(name, module.from_environment(name), priority="project")
+    settings.setdict(scrapy_settings, priority="project")
+    return settings
+
+
+@pytest.mark.parametrize(("pasted", "field", "expected"), [
+    ({"RETRY_TIMES": 5}, "max_retries", 5),
+    ({"DOWNLOAD_TIMEOUT": 20}, "api_timeout", 20.0),
+])
+def test_a_scrapy_setting_in_settings_py_is_honoured_when_ours_is_only_the_default(
+        monkeypatch, pasted, field, expected):
+    monkeypatch.delenv("MAX_RETRIES", raising=False)
+    monkeypatch.delenv("API_TIMEOUT", raising=False)
+    assert getattr(CrawlConfig.from_settings(project_settings(**pasted)), field) == expected
+
+
+def test_retry_times_in_settings_py_and_max_retries_in_the_environment_are_refused(monkeypatch):
+    monkeypatch.setenv("MAX_RETRIES", "3")
+    with pytest.raises(ConfigError, match="^RETRY_TIMES=5 and MAX_RETRIES='3' disagree"):
+        CrawlConfig.from_settings(project_settings(RETRY_TIMES=5))

@@ -106,6 +106,22 @@ def test_mask_url_hides_key_paths_and_passwords(url, shown):
     assert mask_url(url) == shown
 
 
+@pytest.mark.parametrize("spelling", ["1", "true", "yes", "on", "0", "false", "no", "off", "False", "OFF"])
+def test_a_redis_boolean_option_means_to_redis_what_the_check_accepted(spelling):
+    """redis-py reads the URL's options itself: a spelling the check accepts must mean the same there."""
+    from redis.connection import parse_url
+
+    url = f"rediss://r.internal:6380/0?ssl_check_hostname={spelling}"
+    try:
+        CrawlConfig.from_settings(Settings({"REDIS_URL": url}))
+    except ConfigError as error:
+        assert spelling.lower() not in ("true", "false"), error  # the documented spellings work
+        assert "ssl_check_hostname" in str(error) and "boolean" in str(error)
+        return
+    expected = spelling.lower() in ("1", "true", "yes", "on")
+    assert parse_url(url)["ssl_check_hostname"] is expected
+
+
 # --- a MySQL that requires TLS ------------------------------------------------------------
 
 @pytest.fixture

@@ -70,3 +70,10 @@ def test_an_unknown_log_format_is_a_configuration_error(clean_simulator: Simulat
     assert result.returncode == 2
     assert result.stderr.strip() == ("productcrawler: configuration error: LOG_FORMAT='xml' is not a log "
                                      "format; expected 'json' or 'human'")
+
+
+def test_json_logging_honours_log_enabled_false(clean_simulator: SimulatorProcess, tmp_path: Path) -> None:
+    """``--nolog`` (LOG_ENABLED=False) silences the JSON log as it does Scrapy's own."""
+    result = _crawl(clean_simulator, tmp_path, settings={"LOG_ENABLED": False}, LOG_FORMAT="json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [line for line in result.stderr.splitlines() if line.startswith("{")] == []

@@ -131,10 +131,15 @@ def parse_options(query: str, known: dict[str, Callable[[str], Any]]) -> dict[st
     return options
 
 
+#: Options whose values may be shown: the known ones that are not secret. An
+#: unknown option (``passwd=``, a misspelt ``ssl_key_pass=``) may hold anything.
+SHOWN_OPTIONS = frozenset(MYSQL_OPTIONS).union(REDIS_OPTIONS) - SECRET_OPTIONS
+
+
 def mask_query(query: str) -> str:
-    """``query`` with the values of secret options replaced by ``***``."""
+    """``query`` with the values of secret and unknown options replaced by ``***``."""
     parts = []
     for part in query.split("&"):
         name, sep, _ = part.partition("=")
-        parts.append(f"{name}=***" if sep and unquote(name) in SECRET_OPTIONS else part)
+        parts.append(f"{name}=***" if sep and unquote(name) not in SHOWN_OPTIONS else part)
     return "&".join(parts)

@@ -122,6 +122,19 @@ def test_a_redis_boolean_option_means_to_redis_what_the_check_accepted(spelling)
     assert parse_url(url)["ssl_check_hostname"] is expected
 
 
+@pytest.mark.parametrize(("name", "url"), [
+    ("DATABASE_URL", f"mysql://u@db.internal:3306/shop?passwd={SECRET}"),  # PyMySQL's own alias
+    ("DATABASE_URL", f"mysql://u@db.internal:3306/shop?ssl_verify_cert=true&ssl_key_pass={SECRET}"),
+    ("REDIS_URL", f"redis://r.internal:6379/0?auth_token={SECRET}"),
+])
+def test_the_value_of_an_unknown_option_is_masked_too(name, url):
+    """An option we do not know may hold a secret: the line names it, never shows its value."""
+    with pytest.raises(ConfigError, match="unknown option") as raised:
+        CrawlConfig.from_settings(Settings({name: url}))
+    assert SECRET not in str(raised.value)
+    assert SECRET not in mask_url(url)
+
+
 # --- a MySQL that requires TLS ------------------------------------------------------------
 
 @pytest.fixture

@@ -74,10 +74,13 @@ class CrawlFields(logging.Filter):
             self._request_fields(record, args)
         spider = getattr(self.crawler, "spider", None)
         if spider is not None:
-            pass_id = getattr(getattr(spider, "ledger", None), "pass_id", None)
+            ledger = getattr(spider, "ledger", None)
+            pass_id = getattr(ledger, "pass_id", None)
             if pass_id is not None:
                 record.pass_id = pass_id
-            redis_pass = getattr(spider, "redis_pass", None)
+            # The shared pass's ledger holds the RedisPass, whose id is what Redis and
+            # `scrapy progress` call this instance.
+            redis_pass = getattr(ledger, "redis_pass", None)
             record.instance = getattr(redis_pass, "instance", None) or self._instance
         return True
 

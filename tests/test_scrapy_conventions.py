@@ -288,3 +288,27 @@ def test_retry_times_in_settings_py_and_max_retries_in_the_environment_are_refus
     monkeypatch.setenv("MAX_RETRIES", "3")
     with pytest.raises(ConfigError, match="^RETRY_TIMES=5 and MAX_RETRIES='3' disagree"):
         CrawlConfig.from_settings(project_settings(RETRY_TIMES=5))
+
+
+# -- the API key goes to the API only ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("url", "sent"), [
+    ("https://api.example.test/v1/product/7", True),
+    ("https://api.example.test/v1/", True),
+    ("https://example.org/", False),  # scrapy shell / fetch on another site, another spider of the project
+    ("https://api.example.test.evil.org/v1/product/7", False),
+    ("https://api.example.test/v10/product/7", False),
+])
+@pytest.mark.parametrize("base", ["https://api.example.test/v1", "https://API.Example.test/v1/"])
+def test_the_api_key_is_sent_to_api_base_url_only(url, sent, base):
+    from scrapy import Request
+    from scrapy.utils.test import get_crawler
+
+    from productcrawler.middlewares.auth import ApiKeyMiddleware
+
+    crawler = get_crawler(settings_dict={"API_KEY": "k-123", "API_BASE_URL": base})
+    request = Request(url)
+    ApiKeyMiddleware.from_crawler(crawler).process_request(request)
+    assert (request.headers.get("Authorization") == b"Bearer k-123") is sent
+    assert sent or "Authorization" not in request.headers

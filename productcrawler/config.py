@@ -215,10 +215,11 @@ def _aliased(settings: BaseSettings, ours: str, scrapys: str, kind: Callable[[An
     """
     our_priority, their_priority = settings.getpriority(ours), settings.getpriority(scrapys)
     given = DEFAULTS[ours] if settings.get(ours) is None else settings.get(ours)
-    if our_priority == _PROJECT_PRIORITY and not (os.environ.get(ours) or "").strip():
-        # settings.py fills every contract name in at project priority, with its
-        # default when the environment has none: that is not "given", and must
-        # neither refuse nor beat RETRY_TIMES pasted into settings.py.
+    # settings.py fills every contract name in at project priority, with its
+    # default when the environment has none: that is not "given", and must
+    # neither refuse nor beat RETRY_TIMES pasted into settings.py.
+    in_environment = bool((os.environ.get(ours) or "").strip())
+    if our_priority == _PROJECT_PRIORITY and given == DEFAULTS[ours] and not in_environment:
         our_priority = None
     value = _number(ours, given, kind, **bounds)
     if not their_priority:  # absent, or Scrapy's default

@@ -290,6 +290,12 @@ def test_retry_times_in_settings_py_and_max_retries_in_the_environment_are_refus
         CrawlConfig.from_settings(project_settings(RETRY_TIMES=5))
 
 
+def test_retry_times_and_a_max_retries_written_into_settings_py_are_refused(monkeypatch):
+    monkeypatch.delenv("MAX_RETRIES", raising=False)
+    with pytest.raises(ConfigError, match="^RETRY_TIMES=5 and MAX_RETRIES=4 disagree"):
+        CrawlConfig.from_settings(project_settings(RETRY_TIMES=5, MAX_RETRIES=4))
+
+
 # -- the API key goes to the API only ---------------------------------------------------
 
 

@@ -318,3 +318,17 @@ def test_the_api_key_is_sent_to_api_base_url_only(url, sent, base):
     ApiKeyMiddleware.from_crawler(crawler).process_request(request)
     assert (request.headers.get("Authorization") == b"Bearer k-123") is sent
     assert sent or "Authorization" not in request.headers
+
+
+def test_fetch_beside_a_running_crawl_does_not_take_its_metrics_port(clean_simulator):
+    """``docker compose exec crawler scrapy fetch ...``: METRICS_PORT is the running crawl's."""
+    import socket
+
+    with socket.socket() as crawl_endpoint:
+        crawl_endpoint.bind(("127.0.0.1", 0))
+        crawl_endpoint.listen()
+        port = crawl_endpoint.getsockname()[1]
+        env = {**standalone_env(clean_simulator), "METRICS_PORT": str(port)}
+        result = run_scrapy("fetch", "--nolog", f"{clean_simulator.base_url}/product/1", env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout)["product_id"] == 1

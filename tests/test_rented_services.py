@@ -135,6 +135,27 @@ def test_the_value_of_an_unknown_option_is_masked_too(name, url):
     assert SECRET not in mask_url(url)
 
 
+@pytest.mark.parametrize(("query", "verified", "host_checked"), [
+    ("ssl_verify_cert=true", True, False),
+    ("ssl_verify_cert=true&ssl_verify_identity=true", True, True),  # a certificate from a public CA
+    ("ssl_verify_identity=true", True, True),
+    ("ssl_verify_cert=false", False, False),
+])
+def test_tls_verification_options_without_a_ca_reach_the_tls_context(query, verified, host_checked):
+    """Without ssl_ca the system's CAs verify; ssl_verify_identity still checks the host name.
+
+    PyMySQL itself turns the host name check off whenever no CA file is given.
+    """
+    import ssl
+
+    import pymysql
+
+    target = DatabaseTarget.from_url(f"mysql://u:p@db.example.com:3306/shop?{query}")
+    connection = pymysql.connect(defer_connect=True, **target.connect_kwargs)  # the context it would use
+    assert connection.ctx.verify_mode == (ssl.CERT_REQUIRED if verified else ssl.CERT_NONE)
+    assert connection.ctx.check_hostname is host_checked
+
+
 # --- a MySQL that requires TLS ------------------------------------------------------------
 
 @pytest.fixture

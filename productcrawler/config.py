@@ -215,6 +215,10 @@ def api_timeout(settings: BaseSettings) -> float:
     return _aliased(settings, "API_TIMEOUT", "DOWNLOAD_TIMEOUT", float, above=0)
 
 
+#: Scrapy's priority of settings.py (and of the environment, which it reads).
+_PROJECT_PRIORITY = 20
+
+
 def _aliased(settings: BaseSettings, ours: str, scrapys: str, kind: Callable[[Any], Any],
              **bounds: float) -> Any:
     """The value of a contract setting that has a Scrapy setting of the same meaning.
@@ -227,6 +231,12 @@ def _aliased(settings: BaseSettings, ours: str, scrapys: str, kind: Callable[[An
     """
     our_priority, their_priority = settings.getpriority(ours), settings.getpriority(scrapys)
     given = DEFAULTS[ours] if settings.get(ours) is None else settings.get(ours)
+    # settings.py fills every contract name in at project priority, with its
+    # default when the environment has none: that is not "given", and must
+    # neither refuse nor beat RETRY_TIMES pasted into settings.py.
+    in_environment = bool((os.environ.get(ours) or "").strip())
+    if our_priority == _PROJECT_PRIORITY and given == DEFAULTS[ours] and not in_environment:
+        our_priority = None
     value = _number(ours, given, kind, **bounds)
     if not their_priority:  # absent, or Scrapy's default
         return value

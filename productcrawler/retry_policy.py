@@ -260,7 +260,11 @@ class RetryPolicy:
 def log_level(settings: BaseSettings) -> int:
     """``RETRY_GIVE_UP_LOG_LEVEL`` as a number; a name that is not a level is refused at start."""
     raw = settings.get("RETRY_GIVE_UP_LOG_LEVEL")
-    level = logging.getLevelName(raw.strip().upper()) if isinstance(raw, str) else raw
+    level = raw
+    if isinstance(raw, str):
+        # -s gives a number as text: "30" is a level, as the message below promises.
+        text = raw.strip()
+        level = int(text) if text.isdigit() else logging.getLevelName(text.upper())
     if isinstance(level, bool) or not isinstance(level, int):
         raise ConfigError(f"RETRY_GIVE_UP_LOG_LEVEL={raw!r} is not a log level "
                           "(DEBUG, INFO, WARNING, ERROR, CRITICAL or a number)")

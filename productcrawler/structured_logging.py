@@ -5,7 +5,7 @@ re-created for each crawler, so a formatter cannot be swapped in afterwards.
 In JSON mode the crawl command therefore tells Scrapy not to install its root
 handler (``LOG_INSTALL_ROOT_HANDLER=False``, Scrapy's own switch) and installs
 one of its own, before any line is logged: to ``LOG_FILE`` if set (scrapyd
-sets it), else to stderr, at ``LOG_LEVEL``. python-json-logger formats it.
+sets it), else to stderr (nowhere with ``--nolog``), at ``LOG_LEVEL``. python-json-logger formats it.
 
 Every line has ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``;
 where they apply: ``product_id``, ``attempt``, ``status``, ``elapsed`` (seconds
@@ -74,10 +74,13 @@ class CrawlFields(logging.Filter):
             self._request_fields(record, args)
         spider = getattr(self.crawler, "spider", None)
         if spider is not None:
-            pass_id = getattr(getattr(spider, "ledger", None), "pass_id", None)
+            ledger = getattr(spider, "ledger", None)
+            pass_id = getattr(ledger, "pass_id", None)
             if pass_id is not None:
                 record.pass_id = pass_id
-            redis_pass = getattr(spider, "redis_pass", None)
+            # The shared pass's ledger holds the RedisPass, whose id is what Redis and
+            # `scrapy progress` call this instance.
+            redis_pass = getattr(ledger, "redis_pass", None)
             record.instance = getattr(redis_pass, "instance", None) or self._instance
         return True
 
@@ -107,8 +110,10 @@ class JsonLogging:
         if filename:
             mode = "a" if settings.getbool("LOG_FILE_APPEND") else "w"
             self.handler = logging.FileHandler(filename, mode=mode, encoding=settings.get("LOG_ENCODING"))
-        else:
+        elif settings.getbool("LOG_ENABLED"):
             self.handler = logging.StreamHandler()
+        else:  # --nolog: as Scrapy's own root handler (scrapy.utils.log._get_handler)
+            self.handler = logging.NullHandler()
         self.handler.setFormatter(CrawlJsonFormatter())
         self.handler.setLevel(settings.get("LOG_LEVEL"))
         self.handler.addFilter(self.fields)

@@ -24,6 +24,16 @@ def _bool(value: str) -> bool:
     raise ValueError("is not a boolean (true/false)")
 
 
+def _redis_bool(value: str) -> bool:
+    # redis-py parses the URL's booleans itself and reads anything but 0/f/false/n/no
+    # as true ("off" included): only spellings that mean the same to it are accepted.
+    if value.lower() in ("1", "true", "yes"):
+        return True
+    if value.lower() in ("0", "false", "no"):
+        return False
+    raise ValueError("is not a boolean (true/false)")
+
+
 def _file(value: str) -> str:
     if not value:
         raise ValueError("is empty; expected a file path")
@@ -81,7 +91,7 @@ REDIS_OPTIONS: dict[str, Callable[[str], Any]] = {
     "ssl_certfile": _file,
     "ssl_keyfile": _file,
     "ssl_cert_reqs": _choice("required", "optional", "none"),
-    "ssl_check_hostname": _bool,
+    "ssl_check_hostname": _redis_bool,
     "client_name": _text,
     "socket_timeout": _number,
     "socket_connect_timeout": _number,
@@ -121,10 +131,15 @@ def parse_options(query: str, known: dict[str, Callable[[str], Any]]) -> dict[st
     return options
 
 
+#: Options whose values may be shown: the known ones that are not secret. An
+#: unknown option (``passwd=``, a misspelt ``ssl_key_pass=``) may hold anything.
+SHOWN_OPTIONS = frozenset(MYSQL_OPTIONS).union(REDIS_OPTIONS) - SECRET_OPTIONS
+
+
 def mask_query(query: str) -> str:
-    """``query`` with the values of secret options replaced by ``***``."""
+    """``query`` with the values of secret and unknown options replaced by ``***``."""
     parts = []
     for part in query.split("&"):
         name, sep, _ = part.partition("=")
-        parts.append(f"{name}=***" if sep and unquote(name) in SECRET_OPTIONS else part)
+        parts.append(f"{name}=***" if sep and unquote(name) not in SHOWN_OPTIONS else part)
     return "&".join(parts)

@@ -106,6 +106,56 @@ def test_mask_url_hides_key_paths_and_passwords(url, shown):
     assert mask_url(url) == shown
 
 
+@pytest.mark.parametrize("spelling", ["1", "true", "yes", "on", "0", "false", "no", "off", "False", "OFF"])
+def test_a_redis_boolean_option_means_to_redis_what_the_check_accepted(spelling):
+    """redis-py reads the URL's options itself: a spelling the check accepts must mean the same there."""
+    from redis.connection import parse_url
+
+    url = f"rediss://r.internal:6380/0?ssl_check_hostname={spelling}"
+    try:
+        CrawlConfig.from_settings(Settings({"REDIS_URL": url}))
+    except ConfigError as error:
+        assert spelling.lower() not in ("true", "false"), error  # the documented spellings work
+        assert "ssl_check_hostname" in str(error) and "boolean" in str(error)
+        return
+    expected = spelling.lower() in ("1", "true", "yes", "on")
+    assert parse_url(url)["ssl_check_hostname"] is expected
+
+
+@pytest.mark.parametrize(("name", "url"), [
+    ("DATABASE_URL", f"mysql://u@db.internal:3306/shop?passwd={SECRET}"),  # PyMySQL's own alias
+    ("DATABASE_URL", f"mysql://u@db.internal:3306/shop?ssl_verify_cert=true&ssl_key_pass={SECRET}"),
+    ("REDIS_URL", f"redis://r.internal:6379/0?auth_token={SECRET}"),
+])
+def test_the_value_of_an_unknown_option_is_masked_too(name, url):
+    """An option we do not know may hold a secret: the line names it, never shows its value."""
+    with pytest.raises(ConfigError, match="unknown option") as raised:
+        CrawlConfig.from_settings(Settings({name: url}))
+    assert SECRET not in str(raised.value)
+    assert SECRET not in mask_url(url)
+
+
+@pytest.mark.parametrize(("query", "verified", "host_checked"), [
+    ("ssl_verify_cert=true", True, False),
+    ("ssl_verify_cert=true&ssl_verify_identity=true", True, True),  # a certificate from a public CA
+    ("ssl_verify_identity=true", True, True),
+    ("ssl_verify_cert=false", False, False),
+])
+def test_tls_verification_options_without_a_ca_reach_the_tls_context(query, verified, host_checked):
+    """Without ssl_ca the system's CAs verify; ssl_verify_identity still checks the host name.
+
+    PyMySQL itself turns the host name check off whenever no CA file is given.
+    """
+    import ssl
+
+    import pymysql
+
+    target = DatabaseTarget.from_url(f"mysql://u:p@db.example.com:3306/shop?{query}")
+    connection = pymysql.connect(defer_connect=True, **target.connect_kwargs)  # the context it would use
+    assert connection.ctx.verify_mode == (ssl.CERT_REQUIRED if verified else ssl.CERT_NONE)
+    assert connection.ctx.check_hostname is host_checked
+
+
 # --- a MySQL that requires TLS ------------------------------------------------------------
 
 @pytest.fixture

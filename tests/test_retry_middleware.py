@@ -275,6 +275,15 @@ def test_retry_exceptions_setting_is_used() -> None:
     assert stat(mw, "retry/reason_count/value_error") == 1
 
 
+@pytest.mark.parametrize("exception", [ResponseFailed([Failure(ConnectionLost())]), defer.TimeoutError(),
+                                       DownloadTimeoutError(), DownloadFailedError()])
+def test_an_empty_retry_exceptions_retries_no_download_error(exception: Exception) -> None:
+    """``-s 'RETRY_EXCEPTIONS=[]'``: the raw Twisted forms of Scrapy's errors are not retried either."""
+    mw = make_mw({"RETRY_EXCEPTIONS": []})
+    assert mw.process_exception(product_request(), exception) is None
+    assert stat(mw, "retry/count") is None
+
+
 # -- a request the spider did not build ------------------------------------------
 
 

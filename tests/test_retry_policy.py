@@ -287,7 +287,7 @@ def test_settings_are_read() -> None:
         5, 0.25, 9.0, 120.0)
 
 
-@pytest.mark.parametrize("level", ["WARNING", "warning", logging.WARNING])
+@pytest.mark.parametrize("level", ["WARNING", "warning", logging.WARNING, "30"])  # "30": -s RETRY_GIVE_UP_LOG_LEVEL=30
 def test_give_up_log_level_setting_is_honoured(caplog: pytest.LogCaptureFixture, level: Any) -> None:
     policy = make_policy({"MAX_RETRIES": 0, "RETRY_GIVE_UP_LOG_LEVEL": level})
     caplog.set_level(logging.DEBUG)

@@ -256,3 +256,83 @@ def test_parse_shows_the_cleaned_product_without_database_or_redis(clean_simulat
     assert result.returncode == 0, result.stderr[-3000:]
     assert "'product_id': 1," in result.stdout and "'price': Decimal(" in result.stdout
     assert "KeyError" not in result.stderr and "Traceback" not in result.stderr
+
+
+# -- RETRY_TIMES / DOWNLOAD_TIMEOUT in settings.py (project priority) -----------------
+
+
+def project_settings(**scrapy_settings):
+    """The project's settings.py as Scrapy loads it, plus Scrapy settings a user pasted into it.
+
+    settings.py fills in MAX_RETRIES and API_TIMEOUT (their defaults, or the
+    environment's values) at the same priority as anything else in the file.
+    """
+    import productcrawler.settings as module
+
+    settings = Settings()
+    settings.setmodule(module, priority="project")
+    for name in ("MAX_RETRIES", "API_TIMEOUT"):  # as settings.py computes them with this environment
+        settings.set(name, module.from_environment(name), priority="project")
+    settings.setdict(scrapy_settings, priority="project")
+    return settings
+
+
+@pytest.mark.parametrize(("pasted", "field", "expected"), [
+    ({"RETRY_TIMES": 5}, "max_retries", 5),
+    ({"DOWNLOAD_TIMEOUT": 20}, "api_timeout", 20.0),
+])
+def test_a_scrapy_setting_in_settings_py_is_honoured_when_ours_is_only_the_default(
+        monkeypatch, pasted, field, expected):
+    monkeypatch.delenv("MAX_RETRIES", raising=False)
+    monkeypatch.delenv("API_TIMEOUT", raising=False)
+    assert getattr(CrawlConfig.from_settings(project_settings(**pasted)), field) == expected
+
+
+def test_retry_times_in_settings_py_and_max_retries_in_the_environment_are_refused(monkeypatch):
+    monkeypatch.setenv("MAX_RETRIES", "3")
+    with pytest.raises(ConfigError, match="^RETRY_TIMES=5 and MAX_RETRIES='3' disagree"):
+        CrawlConfig.from_settings(project_settings(RETRY_TIMES=5))
+
+
+def test_retry_times_and_a_max_retries_written_into_settings_py_are_refused(monkeypatch):
+    monkeypatch.delenv("MAX_RETRIES", raising=False)
+    with pytest.raises(ConfigError, match="^RETRY_TIMES=5 and MAX_RETRIES=4 disagree"):
+        CrawlConfig.from_settings(project_settings(RETRY_TIMES=5, MAX_RETRIES=4))
+
+
+# -- the API key goes to the API only ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("url", "sent"), [
+    ("https://api.example.test/v1/product/7", True),
+    ("https://api.example.test/v1/", True),
+    ("https://example.org/", False),  # scrapy shell / fetch on another site, another spider of the project
+    ("https://api.example.test.evil.org/v1/product/7", False),
+    ("https://api.example.test/v10/product/7", False),
+])
+@pytest.mark.parametrize("base", ["https://api.example.test/v1", "https://API.Example.test/v1/"])
+def test_the_api_key_is_sent_to_api_base_url_only(url, sent, base):
+    from scrapy import Request
+    from scrapy.utils.test import get_crawler
+
+    from productcrawler.middlewares.auth import ApiKeyMiddleware
+
+    crawler = get_crawler(settings_dict={"API_KEY": "k-123", "API_BASE_URL": base})
+    request = Request(url)
+    ApiKeyMiddleware.from_crawler(crawler).process_request(request)
+    assert (request.headers.get("Authorization") == b"Bearer k-123") is sent
+    assert sent or "Authorization" not in request.headers
+
+
+def test_fetch_beside_a_running_crawl_does_not_take_its_metrics_port(clean_simulator):
+    """``docker compose exec crawler scrapy fetch ...``: METRICS_PORT is the running crawl's."""
+    import socket
+
+    with socket.socket() as crawl_endpoint:
+        crawl_endpoint.bind(("127.0.0.1", 0))
+        crawl_endpoint.listen()
+        port = crawl_endpoint.getsockname()[1]
+        env = {**standalone_env(clean_simulator), "METRICS_PORT": str(port)}
+        result = run_scrapy("fetch", "--nolog", f"{clean_simulator.base_url}/product/1", env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout)["product_id"] == 1

@@ -70,3 +70,26 @@ def test_an_unknown_log_format_is_a_configuration_error(clean_simulator: Simulat
     assert result.returncode == 2
     assert result.stderr.strip() == ("productcrawler: configuration error: LOG_FORMAT='xml' is not a log "
                                      "format; expected 'json' or 'human'")
+
+
+def test_json_logging_honours_log_enabled_false(clean_simulator: SimulatorProcess, tmp_path: Path) -> None:
+    """``--nolog`` (LOG_ENABLED=False) silences the JSON log as it does Scrapy's own."""
+    result = _crawl(clean_simulator, tmp_path, settings={"LOG_ENABLED": False}, LOG_FORMAT="json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [line for line in result.stderr.splitlines() if line.startswith("{")] == []
+
+
+def test_json_lines_name_the_instance_as_the_shared_pass_does(clean_simulator: SimulatorProcess, tmp_path: Path,
+                                                              redis_prefix: str) -> None:
+    """With REDIS_URL the ``instance`` field is the pass's instance id (what ``scrapy progress`` lists)."""
+    from tests.conftest import REDIS_URL
+
+    result = _crawl(clean_simulator, tmp_path, LOG_FORMAT="json", REDIS_URL=REDIS_URL,
+                    REDIS_KEY_PREFIX=redis_prefix)
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = [json.loads(line) for line in result.stderr.splitlines()]
+    [started] = [r for r in records if " through Redis as instance " in r["message"]]
+    instance = started["message"].split(" as instance ")[1].split()[0]
+    assert instance.count(":") == 2  # host:pid:token
+    assert started["instance"] == instance
+    assert {r["instance"] for r in records if "instance" in r} == {instance}

@@ -4,6 +4,8 @@
 downloader (its middlewares, the aiohttp handler, the rate limit, retries) and
 store nothing: they run without the database (no storage pipeline) and without
 Redis (the local scheduler and rate limit), whatever REDIS_URL and DATABASE_URL say.
+Nor do they serve metrics: METRICS_PORT is the crawl's (``docker compose exec
+crawler scrapy shell ...`` runs beside a crawl that listens on it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ STORAGE_PIPELINE = "productcrawler.pipelines.storage.StoragePipeline"
 
 
 def without_storage(settings: BaseSettings) -> None:
-    """Take the database and Redis out of ``settings`` (after ``-s``, so it wins)."""
+    """Take the database, Redis and the metrics endpoint out of ``settings`` (after ``-s``, so it wins)."""
     settings.set("REDIS_URL", "", priority="cmdline")
+    settings.set("METRICS_PORT", "", priority="cmdline")
     settings.set("ITEM_PIPELINES", {STORAGE_PIPELINE: None}, priority="cmdline")

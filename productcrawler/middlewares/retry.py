@@ -20,7 +20,8 @@ What it adds:
 * ``RETRY_HTTP_CODES`` may be given as JSON (``-s 'RETRY_HTTP_CODES=[]'``) as
   well as a comma list, and a bad value is refused at start with its name;
 * the raw Twisted forms of the errors that Scrapy's handlers wrap are retried
-  too, in case a download handler lets one through.
+  too (where ``RETRY_EXCEPTIONS`` retries the wrapping error), in case a
+  download handler lets one through.
 
 Nothing here reads the product id: a request from ``scrapy fetch``, ``scrapy
 shell`` or another spider is retried exactly like a product request.
@@ -89,6 +90,13 @@ _EXCEPTION_REASONS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
 )
 
 
+#: Scrapy's download errors and the raw Twisted errors they wrap.
+_RAW_FORMS: tuple[tuple[type[Exception], type[Exception]], ...] = (
+    (DownloadFailedError, ResponseFailed),
+    (DownloadTimeoutError, defer.TimeoutError),
+)
+
+
 def exception_reason(exception: BaseException) -> str:
     """A short, stable name for a download error, used in stats and stored failures.
 
@@ -135,7 +143,10 @@ class ApiRetryMiddleware(RetryMiddleware):
         self.crawler = crawler
         self.stats = crawler.stats
         self.policy = policy
-        self.exceptions_to_retry = (*self.exceptions_to_retry, ResponseFailed, defer.TimeoutError)
+        # The raw Twisted forms, where the Scrapy errors that wrap them are retried
+        # (RETRY_EXCEPTIONS=[] must mean no download error is retried).
+        raw = [twisted for scrapys, twisted in _RAW_FORMS if issubclass(scrapys, self.exceptions_to_retry)]
+        self.exceptions_to_retry = (*self.exceptions_to_retry, *raw)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

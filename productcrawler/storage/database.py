@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import ssl
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -128,7 +129,25 @@ def _mysql_options(query: str) -> dict[str, Any]:
         # PyMySQL alone would encrypt without checking the certificate against
         # the CA it was given; whoever names a CA means "verify with it".
         options.setdefault("ssl_verify_cert", True)
+    elif options.get("ssl_verify_identity"):
+        # Without a CA file PyMySQL turns the host name check off whatever
+        # ssl_verify_identity says: verify with the system's CAs, host name
+        # included, through a context of our own.
+        return {**{k: v for k, v in options.items() if not k.startswith("ssl_")},
+                "ssl": _system_ca_context(options)}
     return options
+
+
+def _system_ca_context(options: dict[str, Any]) -> ssl.SSLContext:
+    context = ssl.create_default_context()  # the system's CAs, CERT_REQUIRED, host name checked
+    context.verify_flags &= ~ssl.VERIFY_X509_STRICT  # as PyMySQL: MySQL's own certificates fail it
+    if "ssl_cert" in options:
+        try:
+            context.load_cert_chain(options["ssl_cert"], options.get("ssl_key"), options.get("ssl_key_password"))
+        except (OSError, ValueError) as error:  # ssl.SSLError is an OSError: a wrong key or passphrase
+            raise ConfigError(f"DATABASE_URL options ssl_cert={options['ssl_cert']!r}, ssl_key=***: "
+                              f"cannot load the client certificate ({error})") from None
+    return context
 
 
 def _sqlite_prepare(conn: sqlite3.Connection) -> None:

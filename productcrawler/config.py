@@ -21,7 +21,11 @@ from urllib.parse import urlsplit, urlunsplit
 from productcrawler.url_options import MYSQL_OPTIONS, REDIS_OPTIONS, REDIS_TLS_OPTIONS, mask_query, parse_options
 from productcrawler.payload import PayloadShape
 
+from scrapy.settings import BaseSettings as _BaseSettings
+
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from scrapy.settings import BaseSettings
 
 SIMULATOR_PORT = 8931
@@ -292,9 +296,15 @@ class CrawlConfig:
     guard_404_streak: int
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings, *, start_id: Any = None,
+    def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,
                       end_id: Any = None) -> CrawlConfig:
-        """Parse and validate the contract; spider args ``start_id``/``end_id`` win."""
+        """Parse and validate the contract; spider args ``start_id``/``end_id`` win.
+
+        A plain mapping (a benchmark's or a test's few names) counts as
+        project settings.
+        """
+        if not isinstance(settings, _BaseSettings):
+            settings = _BaseSettings(dict(settings), priority="project")
 
         def get(name: str) -> Any:
             value = settings.get(name)

@@ -30,6 +30,16 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 CATALOG_VERSION = 490000
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The crawl's reactor, installed before any test module imports
+    # twisted.internet.reactor (which would install the default one): Scrapy's
+    # get_crawler() builds its settings for whichever reactor is installed, so
+    # without this a component's reactor check depends on the order of the tests.
+    from scrapy.utils.reactor import install_reactor
+
+    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     problems = []
     try:

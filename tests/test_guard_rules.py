@@ -11,6 +11,7 @@ from scrapy import Request, Spider
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
+from twisted.internet.defer import Deferred, succeed
 
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError
@@ -31,8 +32,11 @@ class StubEngine:
     def __init__(self) -> None:
         self.closed: list[str] = []
 
-    async def close_spider_async(self, *, reason: str) -> None:
+    def close_spider_async(self, *, reason: str) -> Deferred[None]:
+        # Recorded at the call: the guard hands the result to deferred_from_coro,
+        # which returns a Deferred as it is (a coroutine would wait for the loop).
         self.closed.append(reason)
+        return succeed(None)
 
 
 def make_guard(**settings: Any) -> WholesaleFailureGuard:

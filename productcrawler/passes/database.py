@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.defer import maybe_deferred_to_future
 
+from productcrawler.storage.errors import is_connection_error
 from productcrawler.storage.database import done_count, done_ids, finish_pass, open_pass, utcnow
 
 if TYPE_CHECKING:
@@ -67,7 +68,15 @@ class DatabaseLedger:
         """Mark the pass finished if every id has an outcome; True if it is."""
         if self.pass_info is None:
             return False
-        done = await self._done_count()
+        try:
+            done = await self._done_count()
+        except Exception as error:
+            if not is_connection_error(error):
+                raise
+            # Stopping because the database is away: whatever it holds, the pass is not over.
+            logger.info("Pass %d is not finished: the database is unavailable (%s); the next run "
+                        "resumes it", self.pass_info.pass_id, error)
+            return False
         if done < self.total:
             logger.info("Pass %d is not complete (%d of %d ids done; stop reason: %s); "
                         "the next run resumes it", self.pass_info.pass_id, done, self.total, reason)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from scrapy.exceptions import DropItem
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
@@ -51,6 +52,11 @@ class DatabaseUnavailable(Exception):
     """The database stayed unreachable for longer than DATABASE_OUTAGE_MAX."""
 
 
+def _not_written() -> DropItem:
+    # DEBUG: one line for the lot is _give_up's and close_spider's, not one per item.
+    return DropItem("not written: the database is unavailable", log_level="DEBUG")
+
+
 class StoragePipeline:
     def __init__(self, crawler: Crawler, database: Database, config: CrawlConfig) -> None:
         self.crawler = crawler
@@ -62,6 +68,9 @@ class StoragePipeline:
         self._pending: list[_Pending] = []
         self._writer: Deferred[None] | None = None
         self._timer = LoopingCall(self._flush)
+        #: The database stayed away past DATABASE_OUTAGE_MAX: nothing more is written.
+        self._given_up = False
+        self._not_written = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
@@ -79,13 +88,16 @@ class StoragePipeline:
             if self._writer is None:
                 break
             await maybe_deferred_to_future(self._writer)
-        if self._pending:
+        if self._not_written:
             logger.error("%d outcomes were not written (the database was unavailable); "
-                         "a restart fetches their ids again", len(self._pending))
+                         "a restart fetches their ids again", self._not_written)
 
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, (ProductItem, FailureItem)):
             raise TypeError(f"StoragePipeline got {type(item).__name__}, expected ProductItem or FailureItem")
+        if self._given_up:
+            self._not_written += 1
+            raise _not_written()
         pending = _Pending(item)
         self._pending.append(pending)
         if len(self._pending) >= self.batch_size:
@@ -95,7 +107,7 @@ class StoragePipeline:
 
     def _flush(self) -> None:
         """Start the writer unless it runs already; it drains what is pending."""
-        if self._writer is None and self._pending:
+        if self._writer is None and self._pending and not self._given_up:
             self._writer = deferred_from_coro(self._drain())
             self._writer.addBoth(self._writer_done)
 
@@ -105,7 +117,7 @@ class StoragePipeline:
 
         if isinstance(result, Failure):
             if result.check(DatabaseUnavailable):
-                self._stop_crawl(result.value)
+                self._give_up(result.value)
             else:
                 logger.error("The database writer failed", exc_info=(result.type, result.value, result.tb))
 
@@ -174,6 +186,22 @@ class StoragePipeline:
         self.crawler.signals.send_catch_log(signals.outcomes_committed, products=products, failures=failures)
         for entry in batch:
             entry.deferred.callback(None)
+
+    def _give_up(self, error: BaseException) -> None:
+        """Stop writing and stop the crawl; every outcome held is dropped, not acknowledged.
+
+        Items waiting for their batch are released (dropped), or the engine
+        would wait for them forever and never close; their ids were never
+        committed, so the pass still owes them and the next run fetches them.
+        """
+        self._given_up = True
+        if self._timer.running:
+            self._timer.stop()
+        pending, self._pending = self._pending, []
+        self._not_written += len(pending)
+        for entry in pending:
+            entry.deferred.errback(_not_written())
+        self._stop_crawl(error)
 
     def _stop_crawl(self, error: BaseException) -> None:
         logger.error("The database has been unavailable for %.0f s (%s); stopping the crawl. "

@@ -54,3 +54,25 @@ def test_mysql_down_for_good_exits_1_soon_after_the_outage_limit_and_a_rerun_fin
                           timeout=240)
     assert code == 0, output[-3000:]
     assert_pass_complete(mysql_url, END)
+
+
+def test_redis_losing_the_pass_mid_crawl_stops_every_instance_with_exit_1_and_a_rerun_finishes(
+        clean_simulator, mysql_url, redis_prefix):
+    settings = {"API_BASE_URL": clean_simulator.base_url, "MAX_REQUESTS_PER_SECOND": 300,
+                "DATABASE_URL": mysql_url, "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": redis_prefix}
+    processes = [start_crawl("-a", f"end_id={END}", settings=settings) for _ in range(2)]
+    wait_until_stored(processes[0], mysql_url, 500)
+    # What a Redis restart without persistence does to this crawl's keys (only this test's own).
+    client = redis.Redis.from_url(REDIS_URL)
+    client.delete(*client.scan_iter(f"{redis_prefix}:*"))
+    client.close()
+    for process in processes:
+        code, output = finish(process, timeout=60)
+        assert code == 1, output[-3000:]
+        assert output.count("vanished from Redis") == 1, output[-3000:]
+        assert "Finished (redis_pass_lost)" in output and "Traceback" not in output
+    assert stored_count(mysql_url) < END
+
+    code, output = finish(start_crawl("-a", f"end_id={END}", settings=settings), timeout=240)
+    assert code == 0, output[-3000:]
+    assert_pass_complete(mysql_url, END)

@@ -37,6 +37,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from productcrawler.config import mask_url
+from productcrawler.redis_connection import async_redis_client, redis_client
 from productcrawler.ratelimit.bucket import (
     LATE_TOLERANCE,
     BackoffPolicy,
@@ -110,8 +111,7 @@ def ping(url: str) -> None:
 
     A synchronous one-off at start-up; the hot path only uses ``redis.asyncio``.
     """
-    client = redis.Redis.from_url(url, socket_timeout=REDIS_TIMEOUT,
-                                  socket_connect_timeout=REDIS_TIMEOUT)
+    client = redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
     try:
         client.ping()
     except RedisError as exc:
@@ -153,8 +153,7 @@ class RedisTokenBucket:
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> Self:
-        client = redis.asyncio.Redis.from_url(url, socket_timeout=REDIS_TIMEOUT,
-                                              socket_connect_timeout=REDIS_TIMEOUT)
+        client = async_redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
         return cls(client, **kwargs)
 
     def __str__(self) -> str:

@@ -9,6 +9,8 @@ from scrapy.core.scheduler import Scheduler
 from twisted.internet import reactor
 
 from productcrawler import stat_keys
+# Request meta key: seconds to hold the request before it may be sent (set by the retry policy).
+from productcrawler.retry_policy import RETRY_DELAY_META as RETRY_DELAY
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -17,8 +19,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Request meta key: seconds to hold the request before it may be sent.
-RETRY_DELAY = "retry_delay"
 
 
 class DelayingScheduler(Scheduler):

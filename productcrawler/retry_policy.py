@@ -25,7 +25,7 @@ from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import IgnoreRequest
 
 from productcrawler import stat_keys
-from productcrawler.config import CrawlConfig
+from productcrawler.config import crawl_config
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.retry_after import parse_retry_after
 
@@ -93,7 +93,7 @@ class RetryPolicy:
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
     ) -> Self:
-        config = CrawlConfig.from_settings(crawler.settings)  # raises ConfigError (ValueError)
+        config = crawl_config(crawler)  # raises ConfigError (ValueError)
         return cls(
             crawler,
             max_retries=config.max_retries,

@@ -81,8 +81,8 @@ def _from_database(config: CrawlConfig) -> list[str]:
             return ["No pass has started yet."]
         pass_id, start_id, end_id, started_at, finished_at = row
         started = as_datetime(started_at)
-        done = done_count(cursor, target.dialect, start_id, end_id, started)
-        counts = outcome_counts(cursor, target.dialect, start_id, end_id, started)
+        done = done_count(cursor, target.dialect, start_id, end_id, pass_id)
+        counts = outcome_counts(cursor, target.dialect, start_id, end_id, pass_id)
     finally:
         connection.close()
     total = end_id - start_id + 1

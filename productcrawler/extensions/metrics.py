@@ -21,7 +21,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from productcrawler import stat_keys
-from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.passes import built_ledger
+from productcrawler.config import ConfigError, CrawlConfig, crawl_config
 from productcrawler.middlewares.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class CrawlStatsCollector:
         # the stats: dict() copies the dict in one step under the GIL, so the
         # loops below never see it change size.
         snapshot = dict(self.stats.get_stats())
-        yield from self._families(snapshot, getattr(self.crawler.spider, "ledger", None))
+        yield from self._families(snapshot, built_ledger(self.crawler))
 
     def _families(self, stats: dict[str, object], ledger: Any) -> Iterator[Metric]:
         def number(key: str) -> float:
@@ -123,7 +124,7 @@ class PrometheusMetrics:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PrometheusMetrics:
-        config = CrawlConfig.from_settings(crawler.settings)
+        config = crawl_config(crawler)
         if config.metrics_port is None:
             raise NotConfigured
         extension = cls(crawler, config.metrics_port, config.metrics_address)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from productcrawler.config import CrawlConfig
+from productcrawler.config import crawl_config
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -23,7 +23,7 @@ class ApiKeyMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ApiKeyMiddleware:
-        api_key = CrawlConfig.from_settings(crawler.settings).api_key
+        api_key = crawl_config(crawler).api_key
         if api_key is None:
             raise NotConfigured
         return cls(api_key)

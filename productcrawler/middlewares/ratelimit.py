@@ -47,7 +47,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import sleep
 
 from productcrawler import stat_keys
-from productcrawler.config import ConfigError, CrawlConfig, mask_url
+from productcrawler.config import ConfigError, CrawlConfig, crawl_config, mask_url
 from productcrawler.ratelimit.bucket import LATE_TOLERANCE, LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
 
@@ -114,7 +114,7 @@ class RateLimitMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not rate_limit_enabled(crawler.settings):
             raise NotConfigured
-        config = CrawlConfig.from_settings(crawler.settings)
+        config = crawl_config(crawler)
         rate, burst = config.max_requests_per_second, config.rate_limit_burst
         limiter: RateLimiter
         if config.redis_url is None:

@@ -44,6 +44,11 @@ class DatabaseLedger:
         return info
 
     @property
+    def pass_id(self) -> int | None:
+        """The pass every row written now is stamped with."""
+        return None if self.pass_info is None else self.pass_info.pass_id
+
+    @property
     def total(self) -> int:
         return self.end_id - self.start_id + 1
 
@@ -59,7 +64,7 @@ class DatabaseLedger:
             done: set[int] = set()
             if self.pass_info.resumed:
                 done = await maybe_deferred_to_future(
-                    self.database.run(done_ids, first, last, self.pass_info.started_at))
+                    self.database.run(done_ids, first, last, self.pass_info.pass_id))
             chunk = [i for i in range(first, last + 1) if i not in done]
             if chunk:
                 yield chunk
@@ -87,4 +92,4 @@ class DatabaseLedger:
     async def _done_count(self) -> int:
         assert self.pass_info is not None
         return await maybe_deferred_to_future(
-            self.database.run(done_count, self.start_id, self.end_id, self.pass_info.started_at))
+            self.database.run(done_count, self.start_id, self.end_id, self.pass_info.pass_id))

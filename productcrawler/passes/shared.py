@@ -21,6 +21,11 @@ class SharedLedger:
         self.total = config.total_ids
         self.done_at_start = 0
 
+    @property
+    def pass_id(self) -> None:
+        """Rows of a shared pass carry no pass: its ledger is in Redis, not in them."""
+        return None
+
     async def open(self, *, fresh: bool) -> None:
         # The scheduler opened (or joined) the pass already: it needs it first.
         self.done_at_start = await maybe_deferred_to_future(deferToThread(self.redis_pass.done_count))

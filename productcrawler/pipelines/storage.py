@@ -18,7 +18,8 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall, deferLater
 
 from productcrawler import signals, stat_keys
-from productcrawler.config import CrawlConfig
+from productcrawler.config import CrawlConfig, crawl_config
+from productcrawler.passes import ledger_for
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
 from productcrawler.storage import database_for
 from productcrawler.storage.database import ensure_schema, utcnow, write_batch
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
+    from productcrawler.passes.database import DatabaseLedger
+    from productcrawler.passes.shared import SharedLedger
     from productcrawler.storage.database import Database
 
 logger = logging.getLogger(__name__)
@@ -58,10 +61,12 @@ def _not_written() -> DropItem:
 
 
 class StoragePipeline:
-    def __init__(self, crawler: Crawler, database: Database, config: CrawlConfig) -> None:
+    def __init__(self, crawler: Crawler, database: Database, config: CrawlConfig,
+                 ledger: DatabaseLedger | SharedLedger) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.database = database
+        self.ledger = ledger  # whose pass each row is stamped with
         self.batch_size = config.database_batch_size
         self.flush_interval = config.database_flush_interval
         self.outage_max = config.database_outage_max
@@ -74,7 +79,7 @@ class StoragePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
-        return cls(crawler, database_for(crawler), CrawlConfig.from_settings(crawler.settings))
+        return cls(crawler, database_for(crawler), crawl_config(crawler), ledger_for(crawler))
 
     async def open_spider(self) -> None:
         await maybe_deferred_to_future(self.database.run(ensure_schema))
@@ -154,7 +159,7 @@ class StoragePipeline:
     async def _write(self, batch: list[_Pending]) -> None:
         products = [p.item for p in batch if isinstance(p.item, ProductItem)]
         failures = [(p.item, p.recorded_at) for p in batch if isinstance(p.item, FailureItem)]
-        await maybe_deferred_to_future(self.database.run(write_batch, products, failures))
+        await maybe_deferred_to_future(self.database.run(write_batch, products, failures, self.ledger.pass_id))
 
     async def _write_one_by_one(self, batch: list[_Pending]) -> None:
         """One bad row must not sink its batch: find it, and record why it failed."""

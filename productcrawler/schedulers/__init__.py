@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.core.scheduler import BaseScheduler
 
-from productcrawler.config import CrawlConfig
+from productcrawler.config import crawl_config
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class PassScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]
-        if CrawlConfig.from_settings(crawler.settings).redis_url is None:
+        if crawl_config(crawler).redis_url is None:
             from productcrawler.schedulers.local import DelayingScheduler
 
             return DelayingScheduler.from_crawler(crawler)

@@ -39,7 +39,7 @@ from twisted.internet.threads import deferToThread
 
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
-from productcrawler.config import CrawlConfig
+from productcrawler.config import CrawlConfig, crawl_config
 from productcrawler.passes import redis_pass_for
 from productcrawler.passes.redis_pass import FINISHED, LOST, REPLACED, Entry
 from productcrawler.schedulers.local import RETRY_DELAY
@@ -129,7 +129,7 @@ class RedisScheduler(ScrapyRedisScheduler):
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        self.redis_pass = redis_pass_for(crawler, config)
+        self.redis_pass = redis_pass_for(crawler)
         self.finished = False
         self.lost = False  # the pass vanished from Redis: stopping, exit 1
         self._redis = DeferredLock()  # one Redis call at a time, in order
@@ -148,10 +148,10 @@ class RedisScheduler(ScrapyRedisScheduler):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisScheduler:
-        config = CrawlConfig.from_settings(crawler.settings)
+        config = crawl_config(crawler)
         if config.redis_url is None:
             raise ValueError("RedisScheduler needs REDIS_URL")
-        return cls(crawler, redis_pass_for(crawler, config).client, config)
+        return cls(crawler, redis_pass_for(crawler).client, config)
 
     def open(self, spider: Spider) -> Deferred[None]:
         # Scrapy waits for this Deferred before the spider's start().

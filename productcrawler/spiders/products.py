@@ -9,7 +9,7 @@ from scrapy import Request, Spider, signals
 
 from productcrawler import stat_keys
 from productcrawler.cleaning import BadResponse, parse_product
-from productcrawler.config import CrawlConfig
+from productcrawler.config import CrawlConfig, crawl_config
 from productcrawler.items import FAILED, FailureItem
 from productcrawler.middlewares.retry import GiveUp
 from productcrawler.passes import ledger_for
@@ -40,9 +40,8 @@ class ProductsSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ProductsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.config = CrawlConfig.from_settings(crawler.settings, start_id=spider.start_id_arg,
-                                                  end_id=spider.end_id_arg)
-        spider.ledger = ledger_for(crawler, spider.config)
+        spider.config = crawl_config(crawler, start_id=spider.start_id_arg, end_id=spider.end_id_arg)
+        spider.ledger = ledger_for(crawler)
         crawler.signals.connect(spider._closed, signal=signals.spider_closed)
         return spider
 

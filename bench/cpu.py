@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (  # noqa: E402
+from _common import (
     BENCH,
     REDIS_URL,
     SCRAPY,
@@ -167,7 +167,7 @@ def _cprofile(output: Path) -> list[str]:
     """
     code = ("import cProfile, sys, time; from scrapy.cmdline import execute; "
             "sys.argv = ['scrapy', *sys.argv[1:]]; p = cProfile.Profile(time.thread_time); p.enable()\n"
-            "try:\n    execute()\nfinally:\n    p.disable(); p.dump_stats(%r)" % str(output))
+            f"try:\n    execute()\nfinally:\n    p.disable(); p.dump_stats({str(output)!r})")
     return [sys.executable, "-c", code]
 
 

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from _common import busiest_window  # noqa: E402
+
 from productcrawler.simulator.process import SimulatorProcess  # noqa: E402
 
 MYSQL = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 
-from productcrawler.config import crawl_config
 from productcrawler.passes import redis_pass_for
 
 if TYPE_CHECKING:

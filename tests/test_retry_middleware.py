@@ -3,7 +3,7 @@ from __future__ import annotations
 import logging
 import random
 import warnings
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -40,7 +40,7 @@ from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.middlewares.retry import ApiRetryMiddleware, GiveUp
 from productcrawler.retry_policy import RetryPolicy
 
-NOW = datetime(2025, 1, 1, tzinfo=timezone.utc).timestamp()
+NOW = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 URL = "http://api.test/v1/product/7"
 UNSET = object()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 class Command(ScrapyCommand):
     requires_project = True
-    default_settings = {"LOG_ENABLED": False}
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def short_desc(self) -> str:
         return "Show the progress of the current pass (all instances)"

@@ -21,9 +21,9 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from productcrawler import stat_keys
-from productcrawler.passes import built_ledger
-from productcrawler.config import ConfigError, CrawlConfig, crawl_config
+from productcrawler.config import ConfigError, crawl_config
 from productcrawler.middlewares.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
+from productcrawler.passes import built_ledger
 
 if TYPE_CHECKING:
     import threading

@@ -10,8 +10,8 @@ from twisted.internet import reactor
 from twisted.internet.task import LoopingCall
 
 from productcrawler import stat_keys
-from productcrawler.passes import built_ledger
 from productcrawler.config import crawl_config
+from productcrawler.passes import built_ledger
 
 if TYPE_CHECKING:
     from scrapy import Spider

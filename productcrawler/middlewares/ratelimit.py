@@ -47,13 +47,13 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import sleep
 
 from productcrawler import stat_keys
-from productcrawler.config import ConfigError, CrawlConfig, crawl_config, mask_url
+from productcrawler.config import ConfigError, crawl_config, mask_url
 from productcrawler.ratelimit.bucket import LATE_TOLERANCE, LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
 
 if TYPE_CHECKING:
     # typing.Self requires Python 3.11
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response

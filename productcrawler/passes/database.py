@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from productcrawler.storage.errors import is_connection_error
 from productcrawler.storage.database import done_count, done_ids, finish_pass, open_pass, utcnow
+from productcrawler.storage.errors import is_connection_error
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

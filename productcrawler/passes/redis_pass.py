@@ -261,7 +261,7 @@ class RedisPass:
     def push(self, entry: Entry, delay: float = 0.0) -> None:
         """Give an id back for another attempt (after ``delay`` seconds), ending our lease on it."""
         self._push(keys=[self._key("queue"), self._key("delayed"), self.inflight_key],
-                   args=[entry.encode(), int(round(delay * 1000))])
+                   args=[entry.encode(), round(delay * 1000)])
 
     def acknowledge(self, product_ids: list[int]) -> int:
         """Mark ids done (their outcome is committed); returns the pass's done count.

@@ -19,8 +19,8 @@ from twisted.internet.task import LoopingCall, deferLater
 
 from productcrawler import signals, stat_keys
 from productcrawler.config import CrawlConfig, crawl_config
-from productcrawler.passes import ledger_for
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
+from productcrawler.passes import ledger_for
 from productcrawler.storage import database_for
 from productcrawler.storage.database import ensure_schema, utcnow, write_batch
 from productcrawler.storage.errors import is_connection_error
@@ -134,7 +134,7 @@ class StoragePipeline:
             batch, self._pending = self._pending[: self.batch_size], self._pending[self.batch_size:]
             try:
                 await self._write(batch)
-            except Exception as error:  # noqa: BLE001 - classified below
+            except Exception as error:
                 if not is_connection_error(error):
                     await self._write_one_by_one(batch)
                     continue

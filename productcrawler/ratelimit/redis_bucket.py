@@ -37,7 +37,6 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from productcrawler.config import mask_url
-from productcrawler.redis_connection import async_redis_client, redis_client
 from productcrawler.ratelimit.bucket import (
     LATE_TOLERANCE,
     BackoffPolicy,
@@ -45,12 +44,13 @@ from productcrawler.ratelimit.bucket import (
     Reservation,
     check_rate,
 )
+from productcrawler.redis_connection import async_redis_client, redis_client
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     # typing.Self requires Python 3.11
-    from typing_extensions import Self
+    from typing import Self
 
 logger = logging.getLogger(__name__)
 

@@ -9,6 +9,7 @@ from scrapy.core.scheduler import Scheduler
 from twisted.internet import reactor
 
 from productcrawler import stat_keys
+
 # Request meta key: seconds to hold the request before it may be sent (set by the retry policy).
 from productcrawler.retry_policy import RETRY_DELAY_META as RETRY_DELAY
 

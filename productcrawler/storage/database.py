@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
@@ -36,7 +36,7 @@ PASS_COLUMN = "pass_id"
 
 def utcnow() -> datetime:
     """Naive UTC now, to the second: DATETIME columns keep no zone and no fraction."""
-    return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
 
 
 @dataclass(frozen=True)

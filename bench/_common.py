@@ -75,7 +75,7 @@ def run_measured(name: str, command: list[str], *, cwd: Path | str = ROOT, env: 
     child_env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), child_env.get("PYTHONPATH"))))
     if env:
         child_env.update(env)
-    log = open(log_path or os.devnull, "wb")  # noqa: SIM115
+    log = open(log_path or os.devnull, "wb")
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=cwd, env=child_env, stdout=log, stderr=subprocess.STDOUT)
     timers = []

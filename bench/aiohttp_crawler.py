@@ -20,7 +20,7 @@ import json
 import random
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from productcrawler.storage.schema import MYSQL_DDL  # noqa: E402  (the same tables as the project)
+from productcrawler.storage.schema import MYSQL_DDL
 
 UPSERT = ("INSERT INTO products (product_id, name, price, stock, category, brand, rating, sales_count, "
           "update_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE "
@@ -91,7 +91,7 @@ class Crawler:
             try:
                 await asyncio.wait_for(asyncio.gather(*tasks), timeout=args.max_seconds)
                 reason = "finished"
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 reason = "max_seconds"
         elapsed = time.monotonic() - started
         self.pool.close()
@@ -119,7 +119,7 @@ class Crawler:
                             return
                         if response.status not in RETRY_STATUSES:
                             break
-                except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+                except (TimeoutError, aiohttp.ClientError, ValueError):
                     pass
                 self.counts["retries"] += 1
                 delay = min(self.args.backoff_base * 2 ** attempt, 60.0)
@@ -129,7 +129,7 @@ class Crawler:
     async def save(self, product_id: int, data: dict[str, Any]) -> None:
         row = (product_id, str(data.get("name", ""))[:255], _decimal(data.get("price")), data.get("stock"),
                _text(data.get("category")), _text(data.get("brand")), _decimal(data.get("rating")),
-               data.get("sales_count"), datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0))
+               data.get("sales_count"), datetime.now(UTC).replace(tzinfo=None, microsecond=0))
         async with self.pool.acquire() as conn, conn.cursor() as cursor:
             await cursor.execute(UPSERT, row)
 

@@ -3,10 +3,10 @@
 Usage (from /work/main)::
 
     .venv/bin/python bench/cpu.py --list                   # the variants and their settings
-    .venv/bin/python bench/cpu.py --variants ours,recommended   # ~3 min: 5,000 ids, 3 rounds
-    .venv/bin/python bench/cpu.py                          # DEFAULT_VARIANTS: ~9 min
-    .venv/bin/python bench/cpu.py --cprofile recommended   # where the reactor thread's CPU goes
-    .venv/bin/python bench/cpu.py --profile recommended    # py-spy (wall-clock samples; see below)
+    .venv/bin/python bench/cpu.py --variants ours          # ~3 min: 5,000 ids, 3 rounds
+    .venv/bin/python bench/cpu.py                          # DEFAULT_VARIANTS: ~8 min
+    .venv/bin/python bench/cpu.py --cprofile ours          # where the reactor thread's CPU goes
+    .venv/bin/python bench/cpu.py --profile ours           # py-spy (wall-clock samples; see below)
 
 Method. The machine is shared and has 2 cores, so CPU seconds drift with
 whatever else runs. Each variant therefore runs *at the same time as* the
@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (  # noqa: E402
+from _common import (
     BENCH,
     REDIS_URL,
     SCRAPY,
@@ -57,44 +57,11 @@ from _common import (  # noqa: E402
     simulator,
     unique_prefix,
 )
-from recommended import UNUSED_DOWNLOADER_MIDDLEWARES, recommended  # noqa: E402
 
 STOCK = "stock"
 
-# Downloader/spider middlewares and extensions an API client does not need.
-LEAN_DOWNLOADER = {
-    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
-    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
-    "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
-    "scrapy.downloadermiddlewares.defaultheaders.DefaultHeadersMiddleware": None,
-    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
-    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
-    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
-    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
-    "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,
-    "scrapy.downloadermiddlewares.stats.DownloaderStats": None,
-    "scrapy.downloadermiddlewares.httpcache.HttpCacheMiddleware": None,
-}
-LEAN_SPIDER = {
-    "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
-    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
-    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
-    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
-}
-LEAN_EXTENSIONS = {
-    "scrapy.extensions.memdebug.MemoryDebugger": None,
-    "scrapy.extensions.closespider.CloseSpider": None,
-    "scrapy.extensions.feedexport.FeedExporter": None,
-    "scrapy.extensions.spiderstate.SpiderState": None,
-}
-QUIET_FORMATTER = "productcrawler.logformatter.QuietLogFormatter"
-EPOLL = "twisted.internet.epollreactor.EPollReactor"
 AIOHTTP_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"  # Scrapy's, paced
-HTTPX_HANDLER = "scrapy.core.downloader.handlers._httpx.HttpxDownloadHandler"
-FAST_STATS = "productcrawler.stats.FastStatsCollector"
 TWISTED_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
-TIMED_ACK_SCHEDULER = "bench.experiments.TimedAckScheduler"
 GC_TUNING = "productcrawler.extensions.gc_tuning.GcTuning"
 DOWNLOADER_STATS = "scrapy.downloadermiddlewares.stats.DownloaderStats"
 TRAFFIC_STATS = "productcrawler.middlewares.traffic_stats.TrafficStats"
@@ -104,92 +71,31 @@ SCRAPY_STATS = "scrapy.statscollectors.MemoryStatsCollector"
 def variants() -> dict[str, tuple[str, dict[str, Any]]]:
     """name -> (kind, settings). Kind "stock" runs bench/stock_spider.py with no project settings.
 
-    ``ci1`` (CONCURRENT_ITEMS=1) is the base every single change is measured on;
-    ``tuned`` combines the settings-only changes that won.
+    "ours" is the project as it is; each other variant takes one of its CPU
+    choices back, to show what that choice buys. (Earlier variants, and the
+    ladder that led to today's settings, are in git history and BENCHMARKS.md's.)
     """
     dl = downloader_middlewares()
-    ci1: dict[str, Any] = {"CONCURRENT_ITEMS": 1}
-    lean_dl = {**dl, **LEAN_DOWNLOADER}
-    no_rl = _without_ratelimit(dl)
-    tuned: dict[str, Any] = {**ci1, **recommended(aiohttp=False)}
-    code = {"SCHEDULER": TIMED_ACK_SCHEDULER}
-    # The ladder: each rung adds one change to the one before (names L1..L8).
-    rec = recommended(aiohttp=True)
-    rungs = [("L1 +unused-dl", {"DOWNLOADER_MIDDLEWARES": rec["DOWNLOADER_MIDDLEWARES"]}),
-             ("L2 +unused-spidermw", {"SPIDER_MIDDLEWARES": rec["SPIDER_MIDDLEWARES"]}),
-             ("L3 +quietlog", {"LOG_FORMATTER": rec["LOG_FORMATTER"]}),
-             ("L4 +faststats", {"STATS_CLASS": rec["STATS_CLASS"]}),
-             ("L5 +no-genwarn", {"WARN_ON_GENERATOR_RETURN_VALUE": False}),
-             ("L6 +aiohttp", {"DOWNLOAD_HANDLERS": rec["DOWNLOAD_HANDLERS"]}),
-             ("L7 +timed-ack", code),
-             ("L8 +no-autothrottle", {"AUTOTHROTTLE_ENABLED": False})]
-    ladder: dict[str, tuple[str, dict[str, Any]]] = {}
-    acc: dict[str, Any] = dict(ci1)
-    for rung, change in rungs:
-        acc = {**acc, **change}
-        ladder[rung.split()[0]] = ("ours", dict(acc))
     return {
-        **ladder,
         STOCK: (STOCK, {}),
         "stock-info": (STOCK, {"LOG_LEVEL": "INFO"}),
         "ours": ("ours", {}),
         "ours-ci100": ("ours", {"CONCURRENT_ITEMS": 100}),
-        "ci1": ("ours", ci1),
-        "ci1+no-dlstats": ("ours", {**ci1, "DOWNLOADER_MIDDLEWARES": {
-            **dl, "scrapy.downloadermiddlewares.stats.DownloaderStats": None}}),
-        "ci1+lean-dl": ("ours", {**ci1, "DOWNLOADER_MIDDLEWARES": lean_dl}),
-        "ci1+unused-dl": ("ours", {**ci1, "DOWNLOADER_MIDDLEWARES": {**dl, **UNUSED_DOWNLOADER_MIDDLEWARES}}),
-        "ci1+lean-spider": ("ours", {**ci1, "SPIDER_MIDDLEWARES": LEAN_SPIDER}),
-        "ci1+quietlog": ("ours", {**ci1, "LOG_FORMATTER": QUIET_FORMATTER}),
-        "ci1+faststats": ("ours", {**ci1, "STATS_CLASS": FAST_STATS}),
-        "ci1+no-autothrottle": ("ours", {**ci1, "AUTOTHROTTLE_ENABLED": False}),
-        "ci1+no-genwarn": ("ours", {**ci1, "WARN_ON_GENERATOR_RETURN_VALUE": False}),
-        "ci1+lean-ext": ("ours", {**ci1, "EXTENSIONS": {**_project_extensions(), **LEAN_EXTENSIONS}}),
-        "ci1+aiohttp": ("ours", {**ci1, "DOWNLOAD_HANDLERS": {"http": AIOHTTP_HANDLER}}),
-        "ci1+httpx": ("ours", {**ci1, "DOWNLOAD_HANDLERS": {"http": HTTPX_HANDLER}}),
-        "ci1+timed-ack": ("ours", {**ci1, "SCHEDULER": TIMED_ACK_SCHEDULER}),
-        "ci1+no-ratelimit": ("ours", {**ci1, "DOWNLOADER_MIDDLEWARES": no_rl}),
-        "ci1+no-ratelimit+epoll": ("ours", {**ci1, "DOWNLOADER_MIDDLEWARES": no_rl, "TWISTED_REACTOR": EPOLL}),
-        "tuned": ("ours", tuned),
-        "tuned+no-autothrottle": ("ours", {**tuned, "AUTOTHROTTLE_ENABLED": False}),
-        "tuned+aiohttp": ("ours", {**tuned, "DOWNLOAD_HANDLERS": {"http": AIOHTTP_HANDLER}}),
-        "tuned+timed-ack": ("ours", {**tuned, **code}),
-        "tuned+timed-ack+aiohttp": ("ours", {**tuned, **code, "DOWNLOAD_HANDLERS": {"http": AIOHTTP_HANDLER}}),
-        "tuned-genwarn": ("ours", {**tuned, "WARN_ON_GENERATOR_RETURN_VALUE": True}),
-        "recommended": ("ours", {**ci1, **recommended()}),
-        "recommended+aiohttp": ("ours", {**ci1, **recommended(aiohttp=True)}),
-        "recommended+c128": ("ours", {**ci1, **recommended(), "CONCURRENT_REQUESTS": 128,
-                                      "CONCURRENT_REQUESTS_PER_DOMAIN": 128}),
-        # The project without one of its CPU changes, to show what each buys.
         "ours-autothrottle": ("ours", {"AUTOTHROTTLE_ENABLED": False}),
         "ours-gc-tuning": ("ours", {"EXTENSIONS": {**_project_extensions(), GC_TUNING: None}}),
         "ours-traffic-stats": ("ours", {"DOWNLOADER_MIDDLEWARES": {**dl, DOWNLOADER_STATS: 850, TRAFFIC_STATS: None},
                                         "STATS_CLASS": SCRAPY_STATS}),
-        # Today's code with the settings of adb5806 (the first session's last commit).
-        "ours-adb5806-settings": ("ours", {"EXTENSIONS": {**_project_extensions(), GC_TUNING: None},
-                                           "DOWNLOADER_MIDDLEWARES": {**dl, DOWNLOADER_STATS: 850, TRAFFIC_STATS: None},
-                                           "STATS_CLASS": SCRAPY_STATS, "AUTOTHROTTLE_ENABLED": False}),
-        # On top of the project as it is: each remaining proposal alone.
-        "ours+no-dlstats": ("ours", {"DOWNLOADER_MIDDLEWARES": {
-            **dl, "scrapy.downloadermiddlewares.stats.DownloaderStats": None}}),
-        "ours+faststats": ("ours", {"STATS_CLASS": FAST_STATS}),
-        "ours+aiohttp": ("ours", {"DOWNLOAD_HANDLERS": {"http": AIOHTTP_HANDLER}}),
-        "ours+twisted-handler": ("ours", {"DOWNLOAD_HANDLERS": {"http": TWISTED_HANDLER, "https": TWISTED_HANDLER}}),
-        "ours+timed-ack": ("ours", code),
+        # The unpaced Twisted handler: only without the rate limit (it refuses unpaced handlers).
+        "ours+twisted-handler": ("ours", {"DOWNLOAD_HANDLERS": {"http": TWISTED_HANDLER, "https": TWISTED_HANDLER},
+                                          "RATE_LIMIT_ENABLED": False}),
         # The Prometheus endpoint and its per-request latency histogram (issue 17).
         "ours+metrics": ("ours", {"METRICS_PORT": 0}),
-        "recommended+timed-ack": ("ours", {**ci1, **recommended(), **code}),
-        "recommended+timed-ack+no-autothrottle": ("ours", {**ci1, **recommended(), **code, "AUTOTHROTTLE_ENABLED": False}),
-        "recommended+timed-ack+no-ratelimit": ("ours", {**ci1, **recommended(), **code,
-                                                    "DOWNLOADER_MIDDLEWARES": _without_ratelimit(
-                                                        recommended()["DOWNLOADER_MIDDLEWARES"])}),
-        "tuned+timed-ack+no-autothrottle": ("ours", {**tuned, **code, "AUTOTHROTTLE_ENABLED": False}),
+        "ours-no-ratelimit": ("ours", {"DOWNLOADER_MIDDLEWARES": _without_ratelimit(dl), "RATE_LIMIT_ENABLED": False}),
     }
 
 
-# A run without --variants: what is left to decide on top of the project as it is.
-DEFAULT_VARIANTS = ("stock-info", "ours", "ours-gc-tuning", "ours-traffic-stats", "ours+twisted-handler",
-                    "ours+timed-ack")
+# A run without --variants.
+DEFAULT_VARIANTS = ("stock-info", "ours", "ours-gc-tuning", "ours-traffic-stats", "ours+twisted-handler")
 
 
 def _project_extensions() -> dict[str, Any]:
@@ -265,7 +171,7 @@ def _cprofile(output: Path) -> list[str]:
     """
     code = ("import cProfile, sys, time; from scrapy.cmdline import execute; "
             "sys.argv = ['scrapy', *sys.argv[1:]]; p = cProfile.Profile(time.thread_time); p.enable()\n"
-            "try:\n    execute()\nfinally:\n    p.disable(); p.dump_stats(%r)" % str(output))
+            f"try:\n    execute()\nfinally:\n    p.disable(); p.dump_stats({str(output)!r})")
     return [sys.executable, "-c", code]
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, SCRAPY, simulator  # noqa: E402
+from _common import ROOT, SCRAPY, simulator
 
 CASES = {
     # name: (simulator args, crawl settings (API_BASE_URL suffix under "path"), spider args)

@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (  # noqa: E402
+from _common import (
     BENCH,
     PYTHON,
     REDIS_URL,
@@ -237,7 +237,7 @@ def _print_rss(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         samples = row["samples"]
 
-        def at(t: float) -> str:
+        def at(t: float, samples: list = samples) -> str:
             value = next((rss for s, _, rss in samples if s >= t), None)
             return f"{value:.0f}" if value is not None else "-"
 

@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (  # noqa: E402
+from _common import (
     REDIS_URL,
     ROOT,
-    create_database,
     crawl_command,
+    create_database,
     delete_redis_prefix,
     drop_database,
     run_measured,
@@ -100,7 +100,7 @@ def main() -> int:
     total = sum(samples.values()) or 1
     print(f"exit {run.returncode}, {responses} responses, {run.wall:.1f} s wall, {total} samples "
           f"({total / SAMPLING_RATE:.1f} CPU s of the crawl)")
-    print(f"\n| component | share of samples | CPU ms per response |\n|---|---|---|")
+    print("\n| component | share of samples | CPU ms per response |\n|---|---|---|")
     for name, count in samples.most_common():
         share = count / total
         print(f"| {name} | {100 * share:.1f} % | {1000 * count / SAMPLING_RATE / max(responses, 1):.3f} |")

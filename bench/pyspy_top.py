@@ -1,6 +1,6 @@
 """Summarise a py-spy ``--format raw`` profile: self and inclusive share per function.
 
-Usage: .venv/bin/python bench/pyspy_top.py PROFILE.txt [--top 40] [--grep TEXT]
+Usage: .venv/bin/python bench/pyspy_top.py PROFILE.txt [--top 40] [--by function|file]
 """
 
 from __future__ import annotations

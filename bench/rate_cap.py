@@ -27,12 +27,13 @@ sys.path.insert(0, str(ROOT))
 from _common import (  # noqa: E402
     busiest_window,
     count_rows,
-    create_database,
     crawl_command,
+    create_database,
     delete_redis_prefix,
     drop_database,
     unique_prefix,
 )
+
 from productcrawler.config import CrawlConfig  # noqa: E402
 from tests.arrival_server import ArrivalServer  # noqa: E402
 

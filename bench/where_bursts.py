@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 try:  # the pacing handler; Scrapy's own on code from before it
-    from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler as BaseHandler  # noqa: E402
+    from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler as BaseHandler
 except ImportError:
-    from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler as BaseHandler  # noqa: E402
+    from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler as BaseHandler
 from productcrawler.middlewares.ratelimit import RateLimitMiddleware  # noqa: E402
 
 PROBE_FILE = "WHERE_BURSTS_FILE"
@@ -78,7 +78,14 @@ class ProbedHandler(BaseHandler):
 
 
 def main() -> int:
-    from _common import busiest_window, create_database, crawl_command, delete_redis_prefix, drop_database, unique_prefix
+    from _common import (
+        busiest_window,
+        crawl_command,
+        create_database,
+        delete_redis_prefix,
+        drop_database,
+        unique_prefix,
+    )
 
     from tests.arrival_server import ArrivalServer
 

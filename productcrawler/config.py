@@ -6,26 +6,28 @@ explicitly wins over the environment because ``settings.py`` only uses the
 environment to fill in the project-level value, which ``-s`` overrides.
 
 Components never read these names with raw ``settings.get``: they call
-``CrawlConfig.from_settings(crawler.settings)``, which parses and validates all
-of them and raises ``ConfigError`` (a ``ValueError``) naming the setting and
-the offending value, with passwords masked.
+``crawl_config(crawler)``, the crawler's one ``CrawlConfig``, parsed and
+validated once (``CrawlConfig.from_settings``), which raises ``ConfigError`` (a
+``ValueError``) naming the setting and the offending value, passwords masked.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from productcrawler.url_options import MYSQL_OPTIONS, REDIS_OPTIONS, REDIS_TLS_OPTIONS, mask_query, parse_options
-from productcrawler.payload import PayloadShape
-
 from scrapy.settings import BaseSettings as _BaseSettings
+
+from productcrawler.payload import PayloadShape
+from productcrawler.url_options import MYSQL_OPTIONS, REDIS_OPTIONS, REDIS_TLS_OPTIONS, mask_query, parse_options
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
 SIMULATOR_PORT = 8931
@@ -374,3 +376,19 @@ class CrawlConfig:
 
     def product_url(self, product_id: int) -> str:
         return f"{self.api_base_url}/product/{product_id}"
+
+
+_ATTRIBUTE = "_productcrawler_config"
+
+
+def crawl_config(crawler: Crawler, *, start_id: Any = None, end_id: Any = None) -> CrawlConfig:
+    """The crawler's configuration, parsed and validated once and shared by every component.
+
+    The spider is built first and passes its ``start_id``/``end_id`` arguments;
+    every component built after it gets the same object.
+    """
+    config = getattr(crawler, _ATTRIBUTE, None)
+    if config is None or start_id is not None or end_id is not None:
+        config = CrawlConfig.from_settings(crawler.settings, start_id=start_id, end_id=end_id)
+        setattr(crawler, _ATTRIBUTE, config)
+    return config

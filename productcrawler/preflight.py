@@ -13,7 +13,7 @@ from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.middlewares.ratelimit import rate_limit_enabled
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.redis_connection import is_cluster, redis_client
-from productcrawler.storage.database import DatabaseTarget, ensure_schema
+from productcrawler.storage.database import DatabaseTarget
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -49,10 +49,10 @@ def _check_database(url: str) -> None:
     target = DatabaseTarget.from_url(url, connect_timeout=CONNECT_TIMEOUT)
     try:
         connection = target.connect()
+        # Reach it only: the pipeline creates the tables as the spider opens,
+        # whatever started the crawl, so that is done in one place.
         try:
-            cursor = connection.cursor()
-            ensure_schema(cursor, target.dialect)
-            connection.commit()
+            connection.cursor().execute("SELECT 1")
         finally:
             connection.close()
     except Exception as error:  # noqa: BLE001 - any driver error is a configuration problem here

@@ -9,7 +9,7 @@ way for all of them. URL options win over the defaults (redis-py's rule).
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 import redis
 import redis.asyncio
@@ -27,8 +27,8 @@ CLIENT_DEFAULTS = {
 #: Cluster scheme -> the scheme redis-py's cluster clients parse.
 _CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
-SyncClient = Union[redis.Redis, RedisCluster]
-AsyncClient = Union[redis.asyncio.Redis, AsyncRedisCluster]
+SyncClient = redis.Redis | RedisCluster
+AsyncClient = redis.asyncio.Redis | AsyncRedisCluster
 
 
 def is_cluster(url: str) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from datetime import timezone
+from datetime import UTC
 from email.utils import parsedate_to_datetime
 
 _DELAY_SECONDS = re.compile(r"[0-9]+")  # not \d: that also matches non-ASCII digits
@@ -56,7 +56,7 @@ def _seconds_until_date(text: str, now: float) -> float | None:
     if when is None:  # pragma: no cover - Python < 3.10 returned None on garbage
         return None
     if when.tzinfo is None:  # asctime carries no zone; HTTP dates are always GMT
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     try:
         seconds = when.timestamp() - now
     except (OverflowError, OSError, ValueError):

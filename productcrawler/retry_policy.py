@@ -25,12 +25,13 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.retry import get_retry_request
 
 from productcrawler import stat_keys
-from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.config import ConfigError, crawl_config
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.retry_after import parse_retry_after
 
@@ -90,7 +91,7 @@ class RetryPolicy:
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
     ) -> Self:
-        config = CrawlConfig.from_settings(crawler.settings)  # raises ConfigError (ValueError)
+        config = crawl_config(crawler)  # raises ConfigError (ValueError)
         settings = crawler.settings
         return cls(
             crawler,

@@ -131,7 +131,7 @@ DOWNLOAD_DELAY_JITTER = 0
 CONCURRENT_ITEMS = 1
 
 # Scrapy's aiohttp download handler: ~20 % less CPU per response than the
-# Twisted HTTP/1.1 one on this workload (BENCHMARKS.md, ladder rung L6), and the
+# Twisted HTTP/1.1 one on this workload (BENCHMARKS.md), and the
 # same outcome for every fault mode (bench/handler_check.py). It is in a
 # private module in Scrapy 2.19, which is one more reason Scrapy is pinned.
 # Our subclass waits for the rate-limit slot right before sending, so the cap

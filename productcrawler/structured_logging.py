@@ -23,7 +23,7 @@ import logging
 import os
 import socket
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pythonjsonlogger.core import RESERVED_ATTRS
@@ -56,8 +56,8 @@ class CrawlJsonFormatter(JsonFormatter):
                          rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
                          reserved_attrs=_NOT_FIELDS, json_ensure_ascii=False)
 
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
-        return datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
 
 
 class CrawlFields(logging.Filter):

@@ -10,6 +10,7 @@ CREATE TABLE IF NOT EXISTS products (
     sales_count INT NULL,
     update_time DATETIME NOT NULL,
     created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    pass_id INT NULL,
     UNIQUE KEY uk_product_id (product_id),
     KEY idx_category (category),
     KEY idx_brand (brand)
@@ -22,6 +23,7 @@ CREATE TABLE IF NOT EXISTS crawl_failures (
     reason VARCHAR(255) NOT NULL,
     attempts INT NOT NULL,
     updated_at DATETIME NOT NULL,
+    pass_id INT NULL,
     KEY idx_outcome (outcome)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 
-from productcrawler.config import CrawlConfig
 from productcrawler.passes import redis_pass_for
 
 if TYPE_CHECKING:
@@ -22,7 +21,7 @@ LOST = 5
 
 class LoseALease:
     def __init__(self, crawler: Crawler) -> None:
-        self.redis_pass = redis_pass_for(crawler, CrawlConfig.from_settings(crawler.settings))
+        self.redis_pass = redis_pass_for(crawler)
         crawler.signals.connect(self.lose, signal=signals.spider_opened)
 
     @classmethod

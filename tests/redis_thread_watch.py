@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
-from productcrawler.config import CrawlConfig
 from productcrawler.passes import redis_pass_for
 
 if TYPE_CHECKING:
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
 
 class RedisThreadWatch:
     def __init__(self, crawler: Crawler) -> None:
-        client = redis_pass_for(crawler, CrawlConfig.from_settings(crawler.settings)).client
+        client = redis_pass_for(crawler).client
         self.on_reactor: list[str] = []
         self.elsewhere = 0
         self._watching = True

@@ -76,7 +76,7 @@ def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
 def _certificate(subject: str, key: ec.EllipticCurvePrivateKey, issuer: str,
                  issuer_key: ec.EllipticCurvePrivateKey, *, ca: bool, usage: Any = None,
                  san: list[x509.GeneralName] | None = None) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer))
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
                .not_valid_before(now - datetime.timedelta(hours=1))
@@ -132,7 +132,7 @@ def _wait(ready: Callable[[], bool], process: subprocess.Popen[bytes], what: str
         try:
             if ready():
                 return
-        except Exception:  # noqa: BLE001, S110 - not up yet
+        except Exception:  # noqa: BLE001 - not up yet
             pass
         if time.monotonic() > deadline:
             raise RuntimeError(f"{what} did not come up within {START_TIMEOUT:g} s:\n{_tail(log)}")

@@ -87,7 +87,7 @@ def test_only_id_and_name_are_required() -> None:
         ({"rating": "great"}, ["rating"]),
         ({"sales_count": 2**31}, ["sales_count"]),
         (
-            dict.fromkeys(("price", "stock", "category", "brand", "rating", "sales_count"), []),
+            dict.fromkeys(("price", "stock", "category", "brand", "rating", "sales_count"), []),  # noqa: RUF024
             ["price", "stock", "category", "brand", "rating", "sales_count"],  # in column order
         ),
     ],

@@ -87,7 +87,7 @@ def test_dirty_values_are_cleaned_before_they_are_stored(clean_simulator, mysql_
     rows = mysql_query(mysql_url, "SELECT product_id, name, price, stock, rating, sales_count, category "
                                   "FROM products WHERE product_id <= 40")
     assert rows, "no dirty product was stored"
-    for product_id, name, price, stock, rating, sales_count, category in rows:
+    for _product_id, name, price, stock, rating, sales_count, category in rows:
         assert "<" not in name and ">" not in name and "  " not in name and name == name.strip()
         assert price is None or price >= 0
         assert stock is None or stock >= 0

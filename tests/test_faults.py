@@ -77,7 +77,7 @@ def test_permanent_faults_are_recorded_with_outcome_and_reason(crawl, clean_simu
     assert rows[4] == ("failed", 200, "bad_response/html", 4)
     assert rows[5][0] == "failed" and rows[5][2] == "timeout" and rows[5][3] == 4
     assert rows[6] == ("failed", 200, "bad_response/not_json", 4)
-    assert rows[7][0] == "failed" and rows[7][3] == 1 and "maxsize" in rows[7][2].lower() or "size" in rows[7][2]
+    assert (rows[7][0] == "failed" and rows[7][3] == 1 and "maxsize" in rows[7][2].lower()) or "size" in rows[7][2]
     assert rows[8][0] == "failed" and rows[8][2] == "bad_response/too_deep"
     for product_id in (9, 10):
         if catalog.is_missing(product_id):
@@ -141,7 +141,8 @@ def test_hostile_payloads_are_stored_faithfully_or_recorded_with_a_reason(crawl,
         product_id = ids[mode]
         if outcome == "failed":
             assert product_id not in products, mode
-            assert failures[product_id][0] == "failed" and shows in failures[product_id][1], (mode, failures[product_id])
+            assert failures[product_id][0] == "failed" and shows in failures[product_id][1], \
+                (mode, failures[product_id])
         else:
             assert product_id not in failures, (mode, failures.get(product_id))
             name, price, stock, sales_count, rating = products[product_id]

@@ -143,7 +143,8 @@ def test_a_missing_id_still_loses_its_stale_row_when_the_range_ends_on_404s(clea
     assert first.returncode == 0, first.stderr[-3000:]
     stale = [i for i in range(1, end + 1) if catalog.is_missing(i)]
     # Products the API has since removed.
-    mysql_execute(mysql_url, "INSERT INTO products (product_id, name, update_time) VALUES (%s, 'gone', '2020-01-01 00:00:00')",
+    mysql_execute(mysql_url, "INSERT INTO products (product_id, name, update_time) "
+                             "VALUES (%s, 'gone', '2020-01-01 00:00:00')",
                   [(i,) for i in stale])
     result = run_crawl("-a", "start_id=1", "-a", f"end_id={end}", settings=settings)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -126,7 +126,7 @@ def test_passes_new_after_finished_resumed_after_interrupted_fresh_on_demand(use
     first = dict(mysql_query(mysql_url, "SELECT product_id, update_time FROM products"))
     time.sleep(1.1)  # rows are stamped to the second
     code, output = finish(start_crawl("-a", "end_id=300", settings=config))
-    assert code == 0 and "Started pass 2" in output or "Starting pass 2" in output, output[-3000:]
+    assert (code == 0 and "Started pass 2" in output) or "Starting pass 2" in output, output[-3000:]
     second = dict(mysql_query(mysql_url, "SELECT product_id, update_time FROM products"))
     assert second.keys() == first.keys() and all(second[i] > first[i] for i in first)
 

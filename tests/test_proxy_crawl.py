@@ -71,7 +71,7 @@ def assert_every_id_done(mysql_url: str, end: int, failed: set[int] = frozenset(
     outcomes = dict(mysql_query(mysql_url, "SELECT product_id, outcome FROM crawl_failures"))
     missing = {i for i in range(1, end + 1) if catalog.is_missing(i)}
     assert stored == set(range(1, end + 1)) - missing - failed
-    assert outcomes == {**{i: "missing" for i in missing}, **{i: "failed" for i in failed}}
+    assert outcomes == {**dict.fromkeys(missing, "missing"), **dict.fromkeys(failed, "failed")}
 
 
 def kill_when(farm, index: int, forwarded: int, timeout: float = 60) -> float:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
@@ -9,7 +9,7 @@ import pytest
 from productcrawler import retry_after
 from productcrawler.retry_after import parse_retry_after
 
-NOW_DT = datetime(2025, 1, 1, tzinfo=timezone.utc)  # a Wednesday
+NOW_DT = datetime(2025, 1, 1, tzinfo=UTC)  # a Wednesday
 NOW = NOW_DT.timestamp()
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import logging
 import random
 import warnings
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -35,13 +35,13 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.python.failure import Failure
 from twisted.web.client import ResponseFailed
 
-from productcrawler import stat_keys
 from productcrawler import settings as project_settings
+from productcrawler import stat_keys
 from productcrawler.config import ConfigError
 from productcrawler.middlewares.retry import ApiRetryMiddleware
 from productcrawler.retry_policy import RetryPolicy
 
-NOW = datetime(2025, 1, 1, tzinfo=timezone.utc).timestamp()
+NOW = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 URL = "http://api.test/v1/product/7"
 
 

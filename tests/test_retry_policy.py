@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import logging
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -11,11 +11,11 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from productcrawler import stat_keys
-from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.config import ConfigError
+from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.retry_policy import RetryPolicy
 
-NOW = datetime(2025, 1, 1, tzinfo=timezone.utc).timestamp()
+NOW = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 URL = "http://api.test/v1/product/7"
 
 

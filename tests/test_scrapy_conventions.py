@@ -47,7 +47,7 @@ def test_retry_times_zero_requests_each_always_503_id_once(clean_simulator, mysq
     result = crawl(clean_simulator, mysql_url, 40, ["503=21-40@*"], RETRY_TIMES=0)
     assert result.returncode == 0, result.stderr[-3000:]
     seen = arrivals_per_id(clean_simulator)
-    assert {i: seen[i] for i in range(21, 41)} == {i: 1 for i in range(21, 41)}
+    assert {i: seen[i] for i in range(21, 41)} == dict.fromkeys(range(21, 41), 1)
     assert [f for f in failures(mysql_url) if f[1] == "failed"] == [
         (i, "failed", 503, "http_503", 1) for i in range(21, 41)]
     assert "Gave up retrying" not in result.stderr  # the project's give-up level is DEBUG
@@ -58,7 +58,7 @@ def test_empty_retry_http_codes_retries_no_status(clean_simulator, mysql_url):
                    RETRY_HTTP_CODES="[]")
     assert result.returncode == 0, result.stderr[-3000:]
     seen = arrivals_per_id(clean_simulator)
-    assert {i: seen[i] for i in range(21, 28)} == {i: 1 for i in range(21, 28)}
+    assert {i: seen[i] for i in range(21, 28)} == dict.fromkeys(range(21, 28), 1)
     assert [f[:4] for f in failures(mysql_url) if f[1] == "failed"] == (
         [(i, "failed", 503, "http_503") for i in range(21, 26)]
         + [(i, "failed", 500, "http_500") for i in range(26, 28)])

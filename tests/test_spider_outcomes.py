@@ -23,7 +23,8 @@ URL = "http://api.test/v1/product/7"
 
 
 def make_spider(settings: dict[str, Any] | None = None) -> ProductsSpider:
-    crawler = get_crawler(ProductsSpider, settings_dict={"MAX_RETRIES": 2, "DATABASE_URL": "sqlite:////nonexistent/x.db", "API_BASE_URL": "http://api.test/v1",
+    crawler = get_crawler(ProductsSpider, settings_dict={"MAX_RETRIES": 2, "DATABASE_URL": "sqlite:////nonexistent/x.db",
+                                                         "API_BASE_URL": "http://api.test/v1",
                                                          **(settings or {})})
     crawler.spider = spider = ProductsSpider.from_crawler(crawler)
     crawler.stats.open_spider()

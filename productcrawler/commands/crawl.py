@@ -19,8 +19,8 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from productcrawler import preflight, stat_keys
 from productcrawler.config import ConfigError
-from productcrawler.structured_logging import JsonLogging, json_requested
 from productcrawler.extensions import guard
+from productcrawler.structured_logging import JsonLogging, json_requested
 
 if TYPE_CHECKING:
     import argparse

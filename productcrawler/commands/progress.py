@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from redis.exceptions import RedisClusterException, RedisError
 from scrapy.commands import ScrapyCommand
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 class Command(ScrapyCommand):
     requires_project = True
-    default_settings = {"LOG_ENABLED": False}
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def short_desc(self) -> str:
         return "Show the progress of the current pass (all instances)"
@@ -89,8 +89,8 @@ def _from_database(config: CrawlConfig) -> list[str]:
             return ["No pass has started yet."]
         pass_id, start_id, end_id, started_at, finished_at = row
         started = as_datetime(started_at)
-        done = done_count(cursor, target.dialect, start_id, end_id, started)
-        counts = outcome_counts(cursor, target.dialect, start_id, end_id, started)
+        done = done_count(cursor, target.dialect, start_id, end_id, pass_id)
+        counts = outcome_counts(cursor, target.dialect, start_id, end_id, pass_id)
     finally:
         connection.close()
     total = end_id - start_id + 1

@@ -34,7 +34,7 @@ from productcrawler.config import ConfigError
 
 if TYPE_CHECKING:
     # typing.Self requires Python 3.11
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
 

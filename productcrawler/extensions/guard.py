@@ -47,7 +47,7 @@ from twisted.internet.task import LoopingCall
 
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
-from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.config import ConfigError, CrawlConfig, crawl_config
 from productcrawler.items import MISSING, FailureItem, ProductItem
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class WholesaleFailureGuard:
             return guard
         if not _enabled(crawler):
             raise NotConfigured
-        guard = cls(crawler, CrawlConfig.from_settings(crawler.settings))
+        guard = cls(crawler, crawl_config(crawler))
         crawler.signals.connect(guard.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(guard.bad_response, signal=our_signals.bad_response)
         crawler.signals.connect(guard.spider_opened, signal=signals.spider_opened)
@@ -237,8 +237,8 @@ class WholesaleFailureGuard:
                     f"{keys}; URL {streak.url}); check PRODUCT_FIELDS "
                     f"({self.config.product_fields.describe()}) against one answer of the API")
         return (f"{count} answers were HTTP 404 with no product in between, which the API's usual "
-                f"share of missing ids cannot explain; check API_BASE_URL ({self.config.api_base_url}): one URL requested "
-                f"was {streak.url} (if the range really has a gap this long, raise GUARD_404_STREAK)")
+                f"share of missing ids cannot explain; check API_BASE_URL ({self.config.api_base_url}): "
+                f"one URL requested was {streak.url} (if the range really has a gap this long, raise GUARD_404_STREAK)")
 
 
 def _enabled(crawler: Crawler) -> bool:

@@ -27,10 +27,11 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet.task import deferLater
 
 from productcrawler import stat_keys
-from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.config import ConfigError, CrawlConfig, crawl_config
 from productcrawler.instruments import instruments_for
 from productcrawler.middlewares.ratelimit import RateLimitMiddleware
 from productcrawler.middlewares.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
+from productcrawler.passes import built_ledger
 from productcrawler.proxies.metrics import ProxyStatsCollector
 
 if TYPE_CHECKING:
@@ -39,9 +40,9 @@ if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from prometheus_client.metrics_core import Metric
-    from twisted.internet.defer import Deferred
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
+    from twisted.internet.defer import Deferred
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class CrawlStatsCollector:
         # the stats: dict() copies the dict in one step under the GIL, so the
         # loops below never see it change size.
         snapshot = dict(self.stats.get_stats())
-        ledger = getattr(self.crawler.spider, "ledger", None)
+        ledger = built_ledger(self.crawler)
         yield from self._families(snapshot, ledger)
         yield from self._state_families(snapshot, ledger)
 
@@ -215,7 +216,7 @@ class PrometheusMetrics:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PrometheusMetrics:
-        config = CrawlConfig.from_settings(crawler.settings)
+        config = crawl_config(crawler)
         if config.metrics_port is None:
             raise NotConfigured
         extension = cls(crawler, config, config.metrics_port, config.metrics_address)

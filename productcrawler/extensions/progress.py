@@ -10,7 +10,8 @@ from twisted.internet import reactor
 from twisted.internet.task import LoopingCall
 
 from productcrawler import stat_keys
-from productcrawler.config import CrawlConfig
+from productcrawler.config import crawl_config
+from productcrawler.passes import built_ledger
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -30,7 +31,7 @@ class ProgressLog:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ProgressLog:
-        extension = cls(crawler, CrawlConfig.from_settings(crawler.settings).progress_interval)
+        extension = cls(crawler, crawl_config(crawler).progress_interval)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
@@ -45,7 +46,7 @@ class ProgressLog:
                 self.stats.get_value(stat_keys.FAILED, 0))
 
     def log_progress(self) -> None:
-        ledger = getattr(self._spider, "ledger", None)
+        ledger = built_ledger(self.crawler)
         if ledger is None:
             return
         stored, missing, failed = self.outcomes()

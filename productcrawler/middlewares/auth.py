@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from productcrawler.config import CrawlConfig
+from productcrawler.config import crawl_config
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -30,7 +30,7 @@ class ApiKeyMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ApiKeyMiddleware:
-        config = CrawlConfig.from_settings(crawler.settings)
+        config = crawl_config(crawler)
         if config.api_key is None:
             raise NotConfigured
         return cls(config.api_key, config.api_base_url)

@@ -59,13 +59,13 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
 from productcrawler import stat_keys
-from productcrawler.config import ConfigError, CrawlConfig, mask_url
+from productcrawler.config import ConfigError, crawl_config, mask_url
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
 
 if TYPE_CHECKING:
     # typing.Self requires Python 3.11
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
@@ -152,7 +152,7 @@ class RateLimitMiddleware:
         if not rate_limit_enabled(crawler.settings):
             raise NotConfigured
         _check_handlers(crawler.settings)
-        config = CrawlConfig.from_settings(crawler.settings)
+        config = crawl_config(crawler)
         rate, burst = config.max_requests_per_second, config.rate_limit_burst
         limiter: RateLimiter
         if config.redis_url is None:

@@ -20,7 +20,7 @@ from scrapy.exceptions import DownloadTimeoutError, NotConfigured
 from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
-from productcrawler.config import CrawlConfig
+from productcrawler.config import crawl_config
 from productcrawler.instruments import instruments_for
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class RequestTiming:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RequestTiming:
-        if CrawlConfig.from_settings(crawler.settings).metrics_port is None:
+        if crawl_config(crawler).metrics_port is None:
             raise NotConfigured
         return cls(instruments_for(crawler).request_duration)
 

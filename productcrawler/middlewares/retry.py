@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 
 from scrapy.core.downloader.handlers.http11 import TunnelError
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
-from scrapy.settings import BaseSettings
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadConnectionRefusedError,
@@ -44,6 +43,7 @@ from scrapy.exceptions import (
     DownloadTimeoutError,
     ResponseDataLossError,
 )
+from scrapy.settings import BaseSettings
 from twisted.internet import defer
 from twisted.internet.error import (
     ConnectError,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from datetime import timezone
+from datetime import UTC
 from typing import TYPE_CHECKING
 
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from productcrawler.storage.database import done_count, done_ids, finish_pass, open_pass, utcnow
+from productcrawler.storage.errors import is_connection_error
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -44,6 +45,11 @@ class DatabaseLedger:
         return info
 
     @property
+    def row_stamp(self) -> int | None:
+        """The pass every row written now is stamped with (its ``pass_id`` column)."""
+        return self.pass_id
+
+    @property
     def total(self) -> int:
         return self.end_id - self.start_id + 1
 
@@ -56,7 +62,7 @@ class DatabaseLedger:
         """When the pass began, in Unix seconds (the column is naive UTC)."""
         if self.pass_info is None:
             return None
-        return self.pass_info.started_at.replace(tzinfo=timezone.utc).timestamp()
+        return self.pass_info.started_at.replace(tzinfo=UTC).timestamp()
 
     def done(self, this_run: int) -> int:
         """Ids of the pass with an outcome, given this run's count (one process: no one else writes)."""
@@ -70,7 +76,7 @@ class DatabaseLedger:
             done: set[int] = set()
             if self.pass_info.resumed:
                 done = await maybe_deferred_to_future(
-                    self.database.run(done_ids, first, last, self.pass_info.started_at))
+                    self.database.run(done_ids, first, last, self.pass_info.pass_id))
             chunk = [i for i in range(first, last + 1) if i not in done]
             if chunk:
                 yield chunk
@@ -79,7 +85,15 @@ class DatabaseLedger:
         """Mark the pass finished if every id has an outcome; True if it is."""
         if self.pass_info is None:
             return False
-        done = await self._done_count()
+        try:
+            done = await self._done_count()
+        except Exception as error:
+            if not is_connection_error(error):
+                raise
+            # Stopping because the database is away: whatever it holds, the pass is not over.
+            logger.info("Pass %d is not finished: the database is unavailable (%s); the next run "
+                        "resumes it", self.pass_info.pass_id, error)
+            return False
         if done < self.total:
             logger.info("Pass %d is not complete (%d of %d ids done; stop reason: %s); "
                         "the next run resumes it", self.pass_info.pass_id, done, self.total, reason)
@@ -90,4 +104,4 @@ class DatabaseLedger:
     async def _done_count(self) -> int:
         assert self.pass_info is not None
         return await maybe_deferred_to_future(
-            self.database.run(done_count, self.start_id, self.end_id, self.pass_info.started_at))
+            self.database.run(done_count, self.start_id, self.end_id, self.pass_info.pass_id))

@@ -41,21 +41,30 @@ logger = logging.getLogger(__name__)
 HEARTBEAT_TTL = 10
 #: Seconds a finished pass's keys are kept, for inspection.
 FINISHED_TTL = 24 * 3600
+#: Instances given fresh=1 within this many seconds of a pass that fresh=1
+#: started join it rather than start one each (several instances started together).
+FRESH_JOIN_WINDOW = 30
+
+#: What ``RedisPass.status()`` says of the pass an instance works on.
+RUNNING, FINISHED, REPLACED, LOST = "running", "finished", "replaced", "lost"
 
 _OPEN = """
--- KEYS[1] pass hash, KEYS[2] pass id sequence; ARGV: start, end, fresh
+-- KEYS[1] pass hash, KEYS[2] pass id sequence; ARGV: start, end, fresh, token, fresh join window (s)
+-- Returns {pass id, joined (1/0), the pass's token, the replaced pass's id or ''}.
 local pass = KEYS[1]
-local status = redis.call('HGET', pass, 'status')
-local same_range = redis.call('HGET', pass, 'start') == ARGV[1] and redis.call('HGET', pass, 'end') == ARGV[2]
-if status == 'running' and ARGV[3] ~= '1' and same_range then
-  return {redis.call('HGET', pass, 'id'), 1}
-end
+local f = redis.call('HMGET', pass, 'id', 'status', 'start', 'end', 'token', 'fresh_at')
 local t = redis.call('TIME')
+if f[2] == 'running' and f[3] == ARGV[1] and f[4] == ARGV[2] then
+  if ARGV[3] ~= '1' then return {f[1], 1, f[5] or '', ''} end
+  -- fresh=1 given to several instances started together: the first starts the pass, the rest join it.
+  if f[6] and tonumber(t[1]) - tonumber(f[6]) < tonumber(ARGV[5]) then return {f[1], 1, f[5] or '', ''} end
+end
 local id = redis.call('INCR', KEYS[2])
 redis.call('DEL', pass)
 redis.call('HSET', pass, 'id', id, 'start', ARGV[1], 'end', ARGV[2], 'cursor', ARGV[1],
-           'status', 'running', 'started_at', t[1])
-return {tostring(id), 0}
+           'status', 'running', 'started_at', t[1], 'token', ARGV[4])
+if ARGV[3] == '1' then redis.call('HSET', pass, 'fresh_at', t[1]) end
+return {tostring(id), 0, ARGV[4], f[1] or ''}
 """
 
 _POP = """
@@ -123,6 +132,9 @@ local done = redis.call('INCRBY', KEYS[3], added)
 if done >= total and redis.call('HGET', KEYS[1], 'status') == 'running' then
   local t = redis.call('TIME')
   redis.call('HSET', KEYS[1], 'status', 'finished', 'finished_at', t[1])
+  -- Kept for inspection, then gone, even if no instance lives to settle the pass.
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
 end
 return done
 """
@@ -196,6 +208,9 @@ class RedisPass:
         self.base = f"{{{prefix}}}:{spider_name}"
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.pass_id: int | None = None
+        #: Set when the pass is created; tells this pass from a later one that got the same id
+        #: (Redis lost everything, its id sequence included).
+        self.token = ""
         self.start_id = 0
         self.end_id = 0
         #: The pass's done count as of the latest call that read it (acknowledge, done_count).
@@ -212,8 +227,8 @@ class RedisPass:
     def pass_key(self) -> str:
         return f"{self.base}:pass"
 
-    def _key(self, name: str) -> str:
-        return f"{self.base}:pass:{self.pass_id}:{name}"
+    def _key(self, name: str, pass_id: int | None = None) -> str:
+        return f"{self.base}:pass:{self.pass_id if pass_id is None else pass_id}:{name}"
 
     @property
     def inflight_key(self) -> str:
@@ -229,9 +244,14 @@ class RedisPass:
     # operations
     def open(self, start_id: int, end_id: int, *, fresh: bool) -> bool:
         """Join the running pass over this range, or start a new one; True if joined."""
-        pass_id, joined = self._open(keys=[self.pass_key, f"{self.base}:pass_seq"],
-                                     args=[start_id, end_id, "1" if fresh else "0"])
+        pass_id, joined, token, replaced = self._open(
+            keys=[self.pass_key, f"{self.base}:pass_seq"],
+            args=[start_id, end_id, "1" if fresh else "0", uuid.uuid4().hex, FRESH_JOIN_WINDOW])
         self.pass_id, self.start_id, self.end_id = int(pass_id), start_id, end_id
+        self.token = token.decode() if isinstance(token, bytes) else token
+        if replaced:
+            # Its instances, if any live, settle it too; if none does, nothing else would.
+            self._expire(int(replaced))
         self.heartbeat({})
         return bool(joined)
 
@@ -244,7 +264,7 @@ class RedisPass:
     def push(self, entry: Entry, delay: float = 0.0) -> None:
         """Give an id back for another attempt (after ``delay`` seconds), ending our lease on it."""
         self._push(keys=[self._key("queue"), self._key("delayed"), self.inflight_key],
-                   args=[entry.encode(), int(round(delay * 1000))])
+                   args=[entry.encode(), round(delay * 1000)])
 
     def acknowledge(self, product_ids: list[int]) -> int:
         """Mark ids done (their outcome is committed); returns the pass's done count.
@@ -293,29 +313,51 @@ class RedisPass:
         return None if raw is None else float(raw)
 
     def state(self) -> PassState | None:
-        """The current pass as Redis has it (None when there is none)."""
+        """The current pass as Redis has it (None when there is none), whichever this instance is on."""
         fields = {k.decode(): v.decode() for k, v in self.client.hgetall(self.pass_key).items()}
         if not fields:
             return None
-        self.pass_id = int(fields["id"])
+        pass_id = int(fields["id"])
         pipe = self.client.pipeline(transaction=False)
-        pipe.get(self._key("done_count"))
-        pipe.llen(self._key("queue"))
-        pipe.zcard(self._key("delayed"))
+        pipe.get(self._key("done_count", pass_id))
+        pipe.llen(self._key("queue", pass_id))
+        pipe.zcard(self._key("delayed", pass_id))
         done, queued, delayed = pipe.execute()
-        return PassState(int(fields["id"]), int(fields["start"]), int(fields["end"]), int(fields["cursor"]),
+        return PassState(pass_id, int(fields["start"]), int(fields["end"]), int(fields["cursor"]),
                          fields["status"], int(done or 0), int(queued), int(delayed))
+
+    def status(self) -> str:
+        """What became of the pass this instance opened: RUNNING, FINISHED, REPLACED or LOST.
+
+        LOST: Redis no longer has it (restarted without persistence, flushed,
+        failed over to an empty replica), or has a different pass under its id.
+        """
+        raw_id, raw_status, raw_token = self.client.hmget(self.pass_key, ["id", "status", "token"])
+        if raw_id is None:
+            return LOST
+        pass_id, token = int(raw_id), (raw_token or b"").decode()
+        assert self.pass_id is not None, "open() first"
+        if pass_id < self.pass_id or (pass_id == self.pass_id and token != self.token):
+            return LOST  # the id sequence started again: everything was lost
+        if pass_id > self.pass_id:
+            return REPLACED
+        return FINISHED if raw_status == b"finished" else RUNNING
 
     def is_finished(self) -> bool:
         """The pass this instance joined is over (complete, or replaced by a newer one)."""
-        fields = self.client.hmget(self.pass_key, ["id", "status"])
-        return fields[0] is None or int(fields[0]) != self.pass_id or fields[1] == b"finished"
+        return self.status() in (FINISHED, REPLACED)
 
     def expire_finished(self) -> None:
         """Let a finished pass's keys go after a day; nothing is left to delete by hand."""
+        assert self.pass_id is not None
+        self._expire(self.pass_id)
+
+    def _expire(self, pass_id: int) -> None:
+        names = ["queue", "delayed", "done", "done_count", "instances"]
+        names += [f"inflight:{member.decode()}" for member in self.client.smembers(self._key("instances", pass_id))]
         pipe = self.client.pipeline(transaction=False)
-        for name in ("queue", "delayed", "done", "done_count", "instances"):
-            pipe.expire(self._key(name), FINISHED_TTL)
+        for name in names:
+            pipe.expire(self._key(name, pass_id), FINISHED_TTL)
         pipe.execute()
 
     def instances(self) -> dict[str, dict[str, Any]]:

@@ -22,6 +22,12 @@ class SharedLedger:
         self.done_at_start = 0
         self.started_at: float | None = None  # Unix seconds, by the Redis server's clock
 
+    @property
+    def row_stamp(self) -> None:
+        """Rows of a shared pass carry no pass: its ledger is in Redis, not in them
+        (and Redis's pass ids are not the ``crawl_passes`` table's)."""
+        return None
+
     async def open(self, *, fresh: bool) -> None:
         # The scheduler opened (or joined) the pass already: it needs it first.
         self.done_at_start = await maybe_deferred_to_future(deferToThread(self.redis_pass.done_count))

@@ -18,15 +18,17 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from scrapy.exceptions import DropItem
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall, deferLater
 
 from productcrawler import signals, stat_keys
-from productcrawler.config import CrawlConfig
+from productcrawler.config import CrawlConfig, crawl_config
 from productcrawler.instruments import instruments_for
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
+from productcrawler.passes import ledger_for
 from productcrawler.storage import database_for
 from productcrawler.storage.database import ensure_schema, utcnow, write_batch
 from productcrawler.storage.errors import is_connection_error
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
+    from productcrawler.passes.database import DatabaseLedger
+    from productcrawler.passes.shared import SharedLedger
     from productcrawler.storage.database import Database
 
 logger = logging.getLogger(__name__)
@@ -59,11 +63,18 @@ class DatabaseUnavailable(Exception):
     """The database stayed unreachable for longer than DATABASE_OUTAGE_MAX."""
 
 
+def _not_written() -> DropItem:
+    # DEBUG: one line for the lot is _give_up's and close_spider's, not one per item.
+    return DropItem("not written: the database is unavailable", log_level="DEBUG")
+
+
 class StoragePipeline:
-    def __init__(self, crawler: Crawler, database: Database, config: CrawlConfig) -> None:
+    def __init__(self, crawler: Crawler, database: Database, config: CrawlConfig,
+                 ledger: DatabaseLedger | SharedLedger) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.database = database
+        self.ledger = ledger  # whose pass each row is stamped with
         self.batch_size = config.database_batch_size
         self.flush_interval = config.database_flush_interval
         self.outage_max = config.database_outage_max
@@ -71,10 +82,13 @@ class StoragePipeline:
         self._writer: Deferred[None] | None = None
         self._timer = LoopingCall(self._flush)
         self._batch_duration = instruments_for(crawler).database_batch_duration
+        #: The database stayed away past DATABASE_OUTAGE_MAX: nothing more is written.
+        self._given_up = False
+        self._not_written = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
-        return cls(crawler, database_for(crawler), CrawlConfig.from_settings(crawler.settings))
+        return cls(crawler, database_for(crawler), crawl_config(crawler), ledger_for(crawler))
 
     async def open_spider(self) -> None:
         await maybe_deferred_to_future(self.database.run(ensure_schema))
@@ -88,13 +102,16 @@ class StoragePipeline:
             if self._writer is None:
                 break
             await maybe_deferred_to_future(self._writer)
-        if self._pending:
+        if self._not_written:
             logger.error("%d outcomes were not written (the database was unavailable); "
-                         "a restart fetches their ids again", len(self._pending))
+                         "a restart fetches their ids again", self._not_written)
 
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, (ProductItem, FailureItem)):
             return item  # not ours (another spider of the project): passed on untouched
+        if self._given_up:
+            self._not_written += 1
+            raise _not_written()
         pending = _Pending(item)
         self._pending.append(pending)
         if len(self._pending) >= self.batch_size:
@@ -104,7 +121,7 @@ class StoragePipeline:
 
     def _flush(self) -> None:
         """Start the writer unless it runs already: it writes what is pending, then full batches."""
-        if self._writer is None and self._pending:
+        if self._writer is None and self._pending and not self._given_up:
             self._writer = deferred_from_coro(self._drain())
             self._writer.addBoth(self._writer_done)
 
@@ -114,7 +131,7 @@ class StoragePipeline:
 
         if isinstance(result, Failure):
             if result.check(DatabaseUnavailable):
-                self._stop_crawl(result.value)
+                self._give_up(result.value)
             else:
                 logger.error("The database writer failed", exc_info=(result.type, result.value, result.tb))
 
@@ -134,7 +151,7 @@ class StoragePipeline:
             started = time.monotonic()
             try:
                 await self._write(batch)
-            except Exception as error:  # noqa: BLE001 - classified below
+            except Exception as error:
                 if not is_connection_error(error):
                     await self._write_one_by_one(batch)
                     continue
@@ -163,7 +180,7 @@ class StoragePipeline:
     async def _write(self, batch: list[_Pending]) -> None:
         products = [p.item for p in batch if isinstance(p.item, ProductItem)]
         failures = [(p.item, p.recorded_at) for p in batch if isinstance(p.item, FailureItem)]
-        await maybe_deferred_to_future(self.database.run(write_batch, products, failures))
+        await maybe_deferred_to_future(self.database.run(write_batch, products, failures, self.ledger.row_stamp))
 
     async def _write_one_by_one(self, batch: list[_Pending]) -> None:
         """One bad row must not sink its batch: find it, and record why it failed."""
@@ -195,6 +212,22 @@ class StoragePipeline:
         self.crawler.signals.send_catch_log(signals.outcomes_committed, products=products, failures=failures)
         for entry in batch:
             entry.deferred.callback(None)
+
+    def _give_up(self, error: BaseException) -> None:
+        """Stop writing and stop the crawl; every outcome held is dropped, not acknowledged.
+
+        Items waiting for their batch are released (dropped), or the engine
+        would wait for them forever and never close; their ids were never
+        committed, so the pass still owes them and the next run fetches them.
+        """
+        self._given_up = True
+        if self._timer.running:
+            self._timer.stop()
+        pending, self._pending = self._pending, []
+        self._not_written += len(pending)
+        for entry in pending:
+            entry.deferred.errback(_not_written())
+        self._stop_crawl(error)
 
     def _stop_crawl(self, error: BaseException) -> None:
         logger.error("The database has been unavailable for %.0f s (%s); stopping the crawl. "

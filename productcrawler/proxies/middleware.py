@@ -36,7 +36,7 @@ from scrapy.core.downloader import Downloader
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import sleep
 
-from productcrawler.config import CrawlConfig, burst_for_rate, mask_url
+from productcrawler.config import burst_for_rate, crawl_config, mask_url
 from productcrawler.middlewares.retry import exception_reason
 from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
 from productcrawler.proxies.config import ProxyConfig
@@ -91,7 +91,7 @@ class ProxyMiddleware:
         config = ProxyConfig.from_settings(crawler.settings)
         if config is None:
             raise NotConfigured
-        crawl = CrawlConfig.from_settings(crawler.settings)
+        crawl = crawl_config(crawler)
         book: HealthBook
         client = None
         if crawl.redis_url is None:

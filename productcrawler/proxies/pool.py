@@ -140,7 +140,7 @@ class ProxyPool:
             await self.sync()
             try:
                 await asyncio.wait_for(self._wake.wait(), SYNC_INTERVAL)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def sync(self) -> None:

@@ -32,7 +32,7 @@ from productcrawler.middlewares.ratelimit import rate_limit_of
 
 if TYPE_CHECKING:
     # typing.Self requires Python 3.11
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy import Request
     from scrapy.crawler import Crawler

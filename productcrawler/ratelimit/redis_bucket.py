@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     # typing.Self requires Python 3.11
-    from typing_extensions import Self
+    from typing import Self
 
 logger = logging.getLogger(__name__)
 

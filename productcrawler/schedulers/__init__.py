@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.core.scheduler import BaseScheduler
 
-from productcrawler.config import CrawlConfig
+from productcrawler.config import crawl_config
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -24,7 +24,7 @@ class PassScheduler(BaseScheduler):
         # products spider has one; any other spider of the project runs locally.
         from productcrawler.spiders.products import ProductsSpider
 
-        if (CrawlConfig.from_settings(crawler.settings).redis_url is None
+        if (crawl_config(crawler).redis_url is None
                 or not isinstance(crawler.spider, ProductsSpider)):
             from productcrawler.schedulers.local import DelayingScheduler
 

@@ -10,6 +10,9 @@ from twisted.internet import reactor
 
 from productcrawler import stat_keys
 
+# Request meta key: seconds to hold the request before it may be sent (set by the retry policy).
+from productcrawler.retry_policy import RETRY_DELAY_META as RETRY_DELAY
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -17,8 +20,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Request meta key: seconds to hold the request before it may be sent.
-RETRY_DELAY = "retry_delay"
 #: Request meta key: the same attempt sent again at once from this instance
 #: (a proxy failure's re-send); the Redis scheduler keeps it here too.
 RESEND_NOW = "resend_now"

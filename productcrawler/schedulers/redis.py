@@ -39,10 +39,10 @@ from twisted.internet.threads import deferToThread
 
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
-from productcrawler.config import CrawlConfig
+from productcrawler.config import CrawlConfig, crawl_config
 from productcrawler.instruments import instruments_for
 from productcrawler.passes import redis_pass_for
-from productcrawler.passes.redis_pass import Entry
+from productcrawler.passes.redis_pass import FINISHED, LOST, REPLACED, Entry
 from productcrawler.schedulers.local import RESEND_NOW, RETRY_DELAY
 
 if TYPE_CHECKING:
@@ -52,8 +52,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet.defer import Deferred
     from twisted.python.failure import Failure
-
-    from productcrawler.passes.redis_pass import PassState
 
 logger = logging.getLogger(__name__)
 
@@ -132,8 +130,9 @@ class RedisScheduler(ScrapyRedisScheduler):
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        self.redis_pass = redis_pass_for(crawler, config)
+        self.redis_pass = redis_pass_for(crawler)
         self.finished = False
+        self.lost = False  # the pass vanished from Redis: stopping, exit 1
         self._redis = DeferredLock()  # one Redis call at a time, in order
         self._in_flight: dict[str, Deferred[None]] = {}  # at most one call of each kind
         self._closing = False
@@ -151,10 +150,10 @@ class RedisScheduler(ScrapyRedisScheduler):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisScheduler:
-        config = CrawlConfig.from_settings(crawler.settings)
+        config = crawl_config(crawler)
         if config.redis_url is None:
             raise ValueError("RedisScheduler needs REDIS_URL")
-        return cls(crawler, redis_pass_for(crawler, config).client, config)
+        return cls(crawler, redis_pass_for(crawler).client, config)
 
     def open(self, spider: Spider) -> Deferred[None]:
         # Scrapy waits for this Deferred before the spider's start().
@@ -164,16 +163,15 @@ class RedisScheduler(ScrapyRedisScheduler):
         d.addCallback(self._opened, spider)
         return d
 
-    def _open_pass(self, start: int, end: int, fresh: bool) -> tuple[bool, PassState | None]:
+    def _open_pass(self, start: int, end: int, fresh: bool) -> tuple[bool, int]:
         joined = self.redis_pass.open(start, end, fresh=fresh)
-        return joined, self.redis_pass.state()
+        return joined, self.redis_pass.done_count()
 
-    def _opened(self, result: tuple[bool, PassState | None], spider: Spider) -> None:
-        joined, state = result
+    def _opened(self, result: tuple[bool, int], spider: Spider) -> None:
+        joined, done = result
         logger.info("%s pass %d over ids %d..%d through Redis as instance %s (%d of %d done)",
                     "Joined" if joined else "Started", self.redis_pass.pass_id, self.redis_pass.start_id,
-                    self.redis_pass.end_id, self.redis_pass.instance, state.done if state else 0,
-                    self.redis_pass.total)
+                    self.redis_pass.end_id, self.redis_pass.instance, done, self.redis_pass.total)
         spider.redis_pass = self.redis_pass  # type: ignore[attr-defined]
         super().open(spider)
         self._lease()
@@ -187,14 +185,19 @@ class RedisScheduler(ScrapyRedisScheduler):
         # Once the calls in flight and their callbacks are done (a failed
         # acknowledgement puts its ids back), settle the rest in one go.
         d: Deferred[Any] = DeferredList(list(self._in_flight.values()))
-        d.addCallback(lambda _: self._in_thread(self._settle, self._take_unacked(), self._take_unpushed()))
+        d.addCallback(lambda _: self._in_thread(self._settle, self._take_unacked(), self._take_unpushed(),
+                                                self.lost))
         d.addErrback(lambda failure: logger.error(
             "Could not settle with Redis at close (%s); other instances recover this instance's "
             "leases once its heartbeat expires", failure.value))
         return d
 
-    def _settle(self, acknowledge: list[int], push: list[tuple[Entry, float]]) -> None:
+    def _settle(self, acknowledge: list[int], push: list[tuple[Entry, float]], lost: bool) -> None:
         """At close, in a thread: acknowledge and push what is left, give back every lease."""
+        if lost:
+            # Nothing to give back to: what we held is owed by whatever pass runs next.
+            self.redis_pass.stop_heartbeat()
+            return
         if acknowledge:
             self.redis_pass.acknowledge(acknowledge)
         self._push_entries(push)
@@ -323,22 +326,47 @@ class RedisScheduler(ScrapyRedisScheduler):
         return len(self.queue) > 0 or bool(self._unpushed) or bool(self._ready)
 
     def _lease(self) -> None:
-        if not self.finished:
+        if not self.finished and not self.lost:
             self._call("lease", self._lease_or_check, LEASE_BATCH, done=self._leased)
 
-    def _lease_or_check(self, count: int) -> tuple[list[Entry], bool]:
-        """In a thread: lease up to ``count`` ids; with none to lease, is the pass over?"""
+    def _lease_or_check(self, count: int) -> tuple[list[Entry], str | None]:
+        """In a thread: lease up to ``count`` ids; with none to lease, what became of the pass?"""
         entries = self.redis_pass.pop(count)
-        return entries, not entries and self.redis_pass.is_finished()
+        return entries, None if entries else self.redis_pass.status()
 
-    def _leased(self, result: tuple[list[Entry], bool]) -> None:
-        entries, finished = result
+    def _leased(self, result: tuple[list[Entry], str | None]) -> None:
+        entries, status = result
         self._redis_back()
         self.queue.extend(entries)
-        if finished:
-            self.finished = True
-        if self._starved and (entries or finished):
+        self._pass_status(status)
+        if self._starved and (entries or self.finished):
             self._wake_engine()
+
+    def _pass_status(self, status: str | None) -> None:
+        """Act on what Redis says of our pass: over (finished or replaced), or lost."""
+        if status in (FINISHED, REPLACED):
+            self.finished = True
+        elif status == LOST and not self.lost:
+            self._pass_lost()
+
+    def _pass_lost(self) -> None:
+        """The pass vanished from Redis: stop, exit 1; never call it complete.
+
+        Rebuilding it here would mean trusting one instance's view of what is
+        done while the others may be rebuilding too; stopping is safe: every
+        committed outcome is in the database, and the next run starts a pass.
+        """
+        self.lost = True
+        logger.error("The pass %d vanished from Redis (a restart without persistence, a flush or a failover "
+                     "to an empty replica?); stopping. Stored outcomes are kept; run the crawl again to "
+                     "start a new pass", self.redis_pass.pass_id)
+        self.stats.set_value(stat_keys.EXIT_REASON, "redis_pass_lost")
+        for task in (self._heartbeat, self._poll):
+            if task.running:
+                task.stop()
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            deferred_from_coro(engine.close_spider_async(reason="redis_pass_lost"))
 
     def _wake_engine(self) -> None:
         """The engine got nothing last time it asked: hand it a request, or close a finished crawl.
@@ -400,7 +428,9 @@ class RedisScheduler(ScrapyRedisScheduler):
 
         def acknowledged(done: int) -> None:
             self._redis_back()
-            if done < 0 or done >= self.redis_pass.total:  # -1: a newer pass replaced ours
+            # -1: our pass is not the current one (replaced, or lost): the next
+            # lease or heartbeat finds out which and acts on it.
+            if done >= self.redis_pass.total:
                 self.finished = True
 
         def failed(failure: Failure) -> None:
@@ -428,25 +458,29 @@ class RedisScheduler(ScrapyRedisScheduler):
         status = {**outcomes, "rate": round(rate, 1), "at": now, "host": socket.gethostname(), "pid": os.getpid()}
         self._call("beat", self._beat_in_thread, status, done=self._beaten)
 
-    def _beat_in_thread(self, status: dict[str, Any]) -> tuple[int, bool]:
+    def _beat_in_thread(self, status: dict[str, Any]) -> tuple[int, str]:
+        pass_status = self.redis_pass.status()
+        if pass_status == LOST:
+            return 0, pass_status  # no heartbeat into keys of a pass that is gone
         self.redis_pass.heartbeat(status)
         recovered = self.redis_pass.recover()
         self.redis_pass.done_count()  # refreshes the count the progress line and metrics show
-        return recovered, self.redis_pass.is_finished()
+        return recovered, pass_status
 
-    def _beaten(self, result: tuple[int, bool]) -> None:
-        recovered, finished = result
+    def _beaten(self, result: tuple[int, str]) -> None:
+        recovered, status = result
         self._redis_back()
         if recovered:
             logger.warning("Recovered %d ids leased by instances that stopped without a goodbye", recovered)
-        if finished:
-            self.finished = True
+        self._pass_status(status)
 
     def _idle(self) -> None:
         """Nothing to do here right now: close only once the whole pass is done."""
         self._flush_acks()
         if self.finished:
             return
+        if self.lost:
+            raise DontCloseSpider  # closing already, with its own reason
         if not self._poll.running:
             self._poll.start(IDLE_POLL_INTERVAL, now=False)
         raise DontCloseSpider

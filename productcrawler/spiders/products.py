@@ -20,7 +20,7 @@ from w3lib.url import safe_url_string
 from productcrawler import signals as signals_
 from productcrawler import stat_keys
 from productcrawler.cleaning import BadResponse, parse_product
-from productcrawler.config import CrawlConfig
+from productcrawler.config import CrawlConfig, crawl_config
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.middlewares.retry import exception_reason, known_reason
 from productcrawler.passes import ledger_for
@@ -51,9 +51,8 @@ class ProductsSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ProductsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.config = CrawlConfig.from_settings(crawler.settings, start_id=spider.start_id_arg,
-                                                  end_id=spider.end_id_arg)
-        spider.ledger = ledger_for(crawler, spider.config)
+        spider.config = crawl_config(crawler, start_id=spider.start_id_arg, end_id=spider.end_id_arg)
+        spider.ledger = ledger_for(crawler)
         # Our URLs are a base URL and an integer: when the base is already in
         # normal form, so is every URL, and Request and aiohttp (yarl) need not
         # normalise each one again (Scrapy's verbatim_url meta key).

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 
-from productcrawler.config import CrawlConfig
+from productcrawler.config import crawl_config
 from productcrawler.storage.database import Database, DatabaseTarget
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ def database_for(crawler: Crawler) -> Database:
     """The crawler's one connection pool, shared by the pipeline and the pass ledger."""
     database = getattr(crawler, _ATTRIBUTE, None)
     if database is None:
-        config = CrawlConfig.from_settings(crawler.settings)
+        config = crawl_config(crawler)
         database = Database(DatabaseTarget.from_url(config.database_url))
         setattr(crawler, _ATTRIBUTE, database)
         # Closed last: the pipeline flushes and the ledger settles the pass on the way out.

@@ -11,9 +11,8 @@ from __future__ import annotations
 import logging
 import sqlite3
 import ssl
-import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
@@ -33,11 +32,13 @@ logger = logging.getLogger(__name__)
 PRODUCT_COLUMNS = ("product_id", "name", "price", "stock", "category", "brand", "rating",
                    "sales_count", "update_time")
 FAILURE_COLUMNS = ("product_id", "outcome", "http_status", "reason", "attempts", "updated_at")
+#: Every row also carries the pass that wrote it (NULL: a Redis-shared pass, which keeps its ledger in Redis).
+PASS_COLUMN = "pass_id"
 
 
 def utcnow() -> datetime:
     """Naive UTC now, to the second: DATETIME columns keep no zone and no fraction."""
-    return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,8 @@ def _dialect(name: str, module: str, ddl: tuple[str, ...], placeholder: str,
 
     return Dialect(
         name=name, module=module, ddl=ddl, placeholder=placeholder,
-        upsert_product=upsert("products", PRODUCT_COLUMNS, "product_id"),
-        upsert_failure=upsert("crawl_failures", FAILURE_COLUMNS, "product_id"),
+        upsert_product=upsert("products", (*PRODUCT_COLUMNS, PASS_COLUMN), "product_id"),
+        upsert_failure=upsert("crawl_failures", (*FAILURE_COLUMNS, PASS_COLUMN), "product_id"),
     )
 
 
@@ -180,14 +181,23 @@ class PassInfo:
 def ensure_schema(cursor: Any, dialect: Dialect) -> None:
     for statement in dialect.ddl:
         cursor.execute(statement)
+    # Tables made before rows carried their pass: add the column (their rows
+    # count as done in no pass, so an unfinished pass is fetched again once).
+    for table in ("products", "crawl_failures"):
+        try:
+            cursor.execute(f"SELECT {PASS_COLUMN} FROM {table} WHERE 1 = 0")
+            cursor.fetchall()
+        except Exception:  # noqa: BLE001 - the driver's "unknown column", whichever it is
+            cursor.execute(f"ALTER TABLE {table} ADD COLUMN {PASS_COLUMN} INT NULL")
 
 
-def _rows(dialect: Dialect, items: list[Any], columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
-    return dialect.rows([tuple(getattr(item, c) for c in columns) for item in items])
+def _rows(dialect: Dialect, items: list[Any], columns: tuple[str, ...],
+          pass_id: int | None) -> list[tuple[Any, ...]]:
+    return dialect.rows([(*(getattr(item, c) for c in columns), pass_id) for item in items])
 
 
 def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
-                failures: list[tuple[FailureItem, datetime]]) -> None:
+                failures: list[tuple[FailureItem, datetime]], pass_id: int | None = None) -> None:
     """Upsert products and failures in the caller's transaction.
 
     A stored product clears that id's failure; a `missing` id loses its product
@@ -196,11 +206,11 @@ def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
     throw good data away; its failure row says the refresh did not happen.
     """
     if products:
-        cursor.executemany(dialect.upsert_product, _rows(dialect, products, PRODUCT_COLUMNS))
+        cursor.executemany(dialect.upsert_product, _rows(dialect, products, PRODUCT_COLUMNS, pass_id))
         # One IN (...) per batch: executemany runs a DELETE once per row.
         _delete_ids(cursor, dialect, "crawl_failures", [p.product_id for p in products])
     if failures:
-        rows = [(f.product_id, f.outcome, f.http_status, f.reason[:255], f.attempts, at)
+        rows = [(f.product_id, f.outcome, f.http_status, f.reason[:255], f.attempts, at, pass_id)
                 for f, at in failures]
         cursor.executemany(dialect.upsert_failure, dialect.rows(rows))
         _delete_ids(cursor, dialect, "products", [f.product_id for f, _ in failures if f.outcome == MISSING])
@@ -213,26 +223,21 @@ def _delete_ids(cursor: Any, dialect: Dialect, table: str, ids: list[int]) -> No
 
 def _done_union(dialect: Dialect) -> str:
     p = dialect.placeholder
-    return (f"SELECT product_id FROM products WHERE product_id BETWEEN {p} AND {p} AND update_time >= {p} "
+    return (f"SELECT product_id FROM products WHERE product_id BETWEEN {p} AND {p} AND {PASS_COLUMN} = {p} "
             f"UNION SELECT product_id FROM crawl_failures "
-            f"WHERE product_id BETWEEN {p} AND {p} AND updated_at >= {p}")
+            f"WHERE product_id BETWEEN {p} AND {p} AND {PASS_COLUMN} = {p}")
 
 
-def _done_params(dialect: Dialect, first: int, last: int, since: datetime) -> tuple[Any, ...]:
-    since_value = dialect.value(since)
-    return (first, last, since_value, first, last, since_value)
-
-
-def done_ids(cursor: Any, dialect: Dialect, first: int, last: int, since: datetime) -> set[int]:
-    """Ids in [first, last] with an outcome recorded at or after ``since``."""
-    cursor.execute(_done_union(dialect), _done_params(dialect, first, last, since))
+def done_ids(cursor: Any, dialect: Dialect, first: int, last: int, pass_id: int) -> set[int]:
+    """Ids in [first, last] with an outcome written by pass ``pass_id``."""
+    cursor.execute(_done_union(dialect), (first, last, pass_id, first, last, pass_id))
     return {int(row[0]) for row in cursor.fetchall()}
 
 
-def done_count(cursor: Any, dialect: Dialect, first: int, last: int, since: datetime) -> int:
-    """How many ids in [first, last] have an outcome recorded at or after ``since``."""
+def done_count(cursor: Any, dialect: Dialect, first: int, last: int, pass_id: int) -> int:
+    """How many ids in [first, last] have an outcome written by pass ``pass_id``."""
     cursor.execute(f"SELECT COUNT(*) FROM ({_done_union(dialect)}) AS done",
-                   _done_params(dialect, first, last, since))
+                   (first, last, pass_id, first, last, pass_id))
     return int(cursor.fetchone()[0])
 
 
@@ -255,35 +260,11 @@ def open_pass(cursor: Any, dialect: Dialect, start_id: int, end_id: int, *, fres
     if row is not None:
         cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}",
                        (dialect.value(now), row[0]))
-    started = _after_last_stamp(cursor, dialect, start_id, end_id, now)
     cursor.execute(
         f"INSERT INTO crawl_passes (start_id, end_id, started_at) VALUES ({p}, {p}, {p})",
-        (start_id, end_id, dialect.value(started)),
+        (start_id, end_id, dialect.value(now)),
     )
-    return PassInfo(int(cursor.lastrowid), start_id, end_id, started, resumed=False)
-
-
-def _after_last_stamp(cursor: Any, dialect: Dialect, start_id: int, end_id: int,
-                      now: datetime) -> datetime:
-    """A start time that no row written so far carries, waiting out the second if needed.
-
-    Rows are stamped to the second, so an earlier pass that wrote in this very
-    second would have its rows count as done in the new one. This runs in a
-    worker thread; the wait (under a second, and only then) blocks no reactor.
-    """
-    p = dialect.placeholder
-    cursor.execute(
-        f"SELECT MAX(stamp) FROM (SELECT MAX(update_time) AS stamp FROM products "
-        f"WHERE product_id BETWEEN {p} AND {p} UNION ALL SELECT MAX(updated_at) FROM crawl_failures "
-        f"WHERE product_id BETWEEN {p} AND {p}) AS stamps",
-        (start_id, end_id, start_id, end_id),
-    )
-    last = cursor.fetchone()[0]
-    if last is None or as_datetime(last) < now:
-        return now
-    wait_until = as_datetime(last) + timedelta(seconds=1)
-    time.sleep(max(0.0, (wait_until - utcnow()).total_seconds()) + 0.001)
-    return wait_until
+    return PassInfo(int(cursor.lastrowid), start_id, end_id, now, resumed=False)
 
 
 def finish_pass(cursor: Any, dialect: Dialect, pass_id: int, now: datetime) -> None:
@@ -292,16 +273,14 @@ def finish_pass(cursor: Any, dialect: Dialect, pass_id: int, now: datetime) -> N
                    (dialect.value(now), pass_id))
 
 
-def outcome_counts(cursor: Any, dialect: Dialect, first: int, last: int,
-                   since: datetime) -> dict[str, int]:
-    """Stored / missing / failed in [first, last] since ``since`` (summaries, progress)."""
+def outcome_counts(cursor: Any, dialect: Dialect, first: int, last: int, pass_id: int) -> dict[str, int]:
+    """Stored / missing / failed in [first, last] by pass ``pass_id`` (summaries, progress)."""
     p = dialect.placeholder
-    since_value = dialect.value(since)
     cursor.execute(f"SELECT COUNT(*) FROM products WHERE product_id BETWEEN {p} AND {p} "
-                   f"AND update_time >= {p}", (first, last, since_value))
+                   f"AND {PASS_COLUMN} = {p}", (first, last, pass_id))
     counts = {"stored": int(cursor.fetchone()[0]), "missing": 0, "failed": 0}
     cursor.execute(f"SELECT outcome, COUNT(*) FROM crawl_failures WHERE product_id BETWEEN {p} AND {p} "
-                   f"AND updated_at >= {p} GROUP BY outcome", (first, last, since_value))
+                   f"AND {PASS_COLUMN} = {p} GROUP BY outcome", (first, last, pass_id))
     for outcome, count in cursor.fetchall():
         counts[str(outcome)] = int(count)
     return counts

@@ -6,6 +6,8 @@ productcrawler.storage.schema > sql/init.sql``); a test keeps the two equal.
 
 from __future__ import annotations
 
+# `pass_id` on products and crawl_failures: the pass (crawl_passes) that wrote
+# the row, so a pass knows its own rows without comparing timestamps.
 # `id` is BIGINT: InnoDB's upsert consumes an auto-increment value on every
 # update, so an hourly re-crawl of 50,000 ids would exhaust an INT within years.
 MYSQL_DDL: tuple[str, ...] = (
@@ -21,6 +23,7 @@ MYSQL_DDL: tuple[str, ...] = (
     sales_count INT NULL,
     update_time DATETIME NOT NULL,
     created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    pass_id INT NULL,
     UNIQUE KEY uk_product_id (product_id),
     KEY idx_category (category),
     KEY idx_brand (brand)
@@ -32,6 +35,7 @@ MYSQL_DDL: tuple[str, ...] = (
     reason VARCHAR(255) NOT NULL,
     attempts INT NOT NULL,
     updated_at DATETIME NOT NULL,
+    pass_id INT NULL,
     KEY idx_outcome (outcome)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
     """CREATE TABLE IF NOT EXISTS crawl_passes (
@@ -55,7 +59,8 @@ SQLITE_DDL: tuple[str, ...] = (
     rating DECIMAL(3,2) NULL,
     sales_count INTEGER NULL,
     update_time DATETIME NOT NULL,
-    created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP
+    created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    pass_id INTEGER NULL
 )""",
     "CREATE INDEX IF NOT EXISTS idx_category ON products (category)",
     "CREATE INDEX IF NOT EXISTS idx_brand ON products (brand)",
@@ -65,7 +70,8 @@ SQLITE_DDL: tuple[str, ...] = (
     http_status SMALLINT NULL,
     reason VARCHAR(255) NOT NULL,
     attempts INTEGER NOT NULL,
-    updated_at DATETIME NOT NULL
+    updated_at DATETIME NOT NULL,
+    pass_id INTEGER NULL
 )""",
     "CREATE INDEX IF NOT EXISTS idx_outcome ON crawl_failures (outcome)",
     """CREATE TABLE IF NOT EXISTS crawl_passes (

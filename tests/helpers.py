@@ -138,3 +138,8 @@ def assert_pass_complete(url: str, end: int) -> None:
                                               "WHERE outcome = 'missing' ORDER BY product_id")]
     assert missing == [i for i in range(1, end + 1) if catalog.is_missing(i)]
     assert mysql_query(url, "SELECT COUNT(*) FROM crawl_failures WHERE outcome = 'failed'")[0][0] == 0
+
+
+def redis_keys(client: Any, prefix: str) -> list[bytes]:
+    """Every key under a test's prefix: the pass's keys are ``{prefix}:...`` (the cluster hash tag)."""
+    return [key for pattern in (f"{prefix}:*", f"{{{prefix}}}:*") for key in client.scan_iter(pattern)]

@@ -9,6 +9,7 @@ import redis
 
 from productcrawler.passes.redis_pass import FINISHED_TTL, Entry, RedisPass
 from tests.conftest import REDIS_URL
+from tests.helpers import redis_keys
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def test_a_fresh_pass_replacing_one_with_no_live_instance_leaves_no_key_without_
     dead.push(Entry(entries[1].product_id, 1))  # a retry due
     dead.acknowledge([entries[2].product_id])
     dead.stop_heartbeat()  # killed: its leases are still in Redis
-    old_keys = list(client.scan_iter(f"{redis_prefix}:products:pass:1:*"))
+    old_keys = list(client.scan_iter(f"{{{redis_prefix}}}:products:pass:1:*"))
     assert len(old_keys) >= 5  # queue, delayed, done, done_count, instances, inflight
 
     fresh = RedisPass(client, redis_prefix)
@@ -81,7 +82,7 @@ def test_a_pass_whose_keys_vanished_is_lost_not_finished(client, redis_prefix):
     redis_pass = RedisPass(client, redis_prefix)
     redis_pass.open(1, 100, fresh=False)
     redis_pass.pop(10)
-    client.delete(*client.scan_iter(f"{redis_prefix}:*"))  # Redis restarted empty
+    client.delete(*redis_keys(client, redis_prefix))  # Redis restarted empty
     assert redis_pass.status() == "lost"
     assert redis_pass.pop(10) == []
     assert redis_pass.acknowledge([1, 2]) < 0

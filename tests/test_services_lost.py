@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from tests.conftest import REDIS_URL
-from tests.helpers import assert_pass_complete, finish, start_crawl, stored_count, wait_until_stored
+from tests.helpers import assert_pass_complete, finish, redis_keys, start_crawl, stored_count, wait_until_stored
 from tests.tcp_proxy import TcpProxy
 
 END = 3000
@@ -64,7 +64,7 @@ def test_redis_losing_the_pass_mid_crawl_stops_every_instance_with_exit_1_and_a_
     wait_until_stored(processes[0], mysql_url, 500)
     # What a Redis restart without persistence does to this crawl's keys (only this test's own).
     client = redis.Redis.from_url(REDIS_URL)
-    client.delete(*client.scan_iter(f"{redis_prefix}:*"))
+    client.delete(*redis_keys(client, redis_prefix))
     client.close()
     for process in processes:
         code, output = finish(process, timeout=60)

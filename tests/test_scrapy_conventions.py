@@ -335,4 +335,4 @@ def test_fetch_beside_a_running_crawl_does_not_take_its_metrics_port(clean_simul
         env = {**standalone_env(clean_simulator), "METRICS_PORT": str(port)}
         result = run_scrapy("fetch", "--nolog", f"{clean_simulator.base_url}/product/1", env=env)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads(result.stdout)["product_id"] == 1
+    assert json.loads(result.stdout)["id"] == 1

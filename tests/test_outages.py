@@ -9,9 +9,7 @@ import pytest
 
 from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
 from tests.tcp_proxy import TcpProxy
-from tests.test_passes import assert_pass_complete, finish, kill_when_stored, stored_count
-
-END = 3000
+from tests.helpers import END, assert_pass_complete, finish, kill_when_stored, stored_count
 
 
 @pytest.fixture

@@ -10,57 +10,17 @@ import time
 import pytest
 
 from productcrawler.settings import EXTENSIONS
-from productcrawler.simulator import catalog
 from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
-
-END = 3000
-
-
-def start_crawl(*args: str, settings: dict[str, object]) -> subprocess.Popen[str]:
-    return subprocess.Popen(crawl_command(*args, settings=settings), cwd=ROOT, env=crawl_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def finish(process: subprocess.Popen[str], timeout: float = 180) -> tuple[int, str]:
-    output, _ = process.communicate(timeout=timeout)
-    return process.returncode, output
-
-
-def stored_count(url: str) -> int:
-    try:
-        return mysql_query(url, "SELECT COUNT(*) FROM products")[0][0]
-    except Exception:  # noqa: BLE001 - the table may not exist yet
-        return 0
-
-
-def kill_when_stored(process: subprocess.Popen[str], url: str, at_least: int, sig: int) -> None:
-    deadline = time.monotonic() + 60
-    while stored_count(url) < at_least:
-        assert process.poll() is None, "the crawl ended before it could be interrupted"
-        assert time.monotonic() < deadline, "the crawl made no progress"
-        time.sleep(0.1)
-    process.send_signal(sig)
-
-
-def summary(output: str) -> tuple[int, int, int]:
-    """(stored, missing, failed) from the final log line of a run."""
-    line = next(line for line in output.splitlines() if "Finished (" in line)
-    counts = line.split(": ")[-1].split(" in this run")[0].split(", ")
-    return tuple(int(part.split()[0]) for part in counts)  # type: ignore[return-value]
-
-
-def present_ids(end: int = END) -> list[int]:
-    return [i for i in range(1, end + 1) if not catalog.is_missing(i)]
-
-
-def assert_pass_complete(url: str, end: int = END) -> None:
-    present = present_ids(end)
-    stored = [r[0] for r in mysql_query(url, "SELECT product_id FROM products ORDER BY product_id")]
-    assert stored == present
-    missing = [r[0] for r in mysql_query(url, "SELECT product_id FROM crawl_failures "
-                                              "WHERE outcome = 'missing' ORDER BY product_id")]
-    assert missing == [i for i in range(1, end + 1) if catalog.is_missing(i)]
-    assert mysql_query(url, "SELECT COUNT(*) FROM crawl_failures WHERE outcome = 'failed'")[0][0] == 0
+from tests.helpers import (
+    END,
+    assert_pass_complete,
+    finish,
+    kill_when_stored,
+    present_ids,
+    start_crawl,
+    stored_count,
+    summary,
+)
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-import random
 import warnings
 from datetime import datetime, timezone
 from typing import Any
@@ -39,9 +38,10 @@ from productcrawler import stat_keys
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.middlewares.retry import ApiRetryMiddleware, GiveUp
 from productcrawler.retry_policy import RetryPolicy
+from tests.helpers import PRODUCT_URL as URL
+from tests.helpers import FakeRandom, product_request
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc).timestamp()
-URL = "http://api.test/v1/product/7"
 UNSET = object()
 
 
@@ -49,27 +49,16 @@ class ProductSpider(Spider):
     name = "products"
 
 
-class FakeRandom(random.Random):
-    """``uniform(a, b)`` returns its upper bound: delays are the backoff ceiling."""
-
-    def uniform(self, a: float, b: float) -> float:
-        return b
-
-
 def make_mw(settings: dict[str, Any] | None = None) -> ApiRetryMiddleware:
     crawler = get_crawler(ProductSpider, settings_dict={"MAX_RETRIES": 2, **(settings or {})})
     crawler.spider = crawler._create_spider()
     crawler.stats.open_spider()
-    policy = RetryPolicy.from_crawler(crawler, rng=FakeRandom(), clock=lambda: NOW)
+    policy = RetryPolicy.from_crawler(crawler, rng=FakeRandom(1.0), clock=lambda: NOW)
     return ApiRetryMiddleware(crawler, policy)
 
 
 def stat(mw: ApiRetryMiddleware, key: str) -> Any:
     return mw.crawler.stats.get_value(key)
-
-
-def product_request(**meta: Any) -> Request:
-    return Request(URL, meta={"product_id": 7, **meta})
 
 
 def response(status: int, **headers: str) -> Response:

@@ -13,26 +13,14 @@ from scrapy.utils.test import get_crawler
 from productcrawler import stat_keys
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.retry_policy import GiveUp, RetryPolicy
+from tests.helpers import PRODUCT_URL as URL
+from tests.helpers import FakeRandom, product_request
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc).timestamp()
-URL = "http://api.test/v1/product/7"
 
 
 class ProductSpider(Spider):
     name = "products"
-
-
-class FakeRandom(random.Random):
-    """``uniform(a, b)`` lands at ``fraction`` of the way from a to b; calls are recorded."""
-
-    def __init__(self, fraction: float = 0.5):
-        super().__init__(0)
-        self.fraction = fraction
-        self.calls: list[tuple[float, float]] = []
-
-    def uniform(self, a: float, b: float) -> float:
-        self.calls.append((a, b))
-        return a + (b - a) * self.fraction
 
 
 def make_policy(
@@ -49,10 +37,6 @@ def make_policy(
 
 def stat(policy: RetryPolicy, key: str) -> Any:
     return policy.stats.get_value(key)
-
-
-def product_request(**meta: Any) -> Request:
-    return Request(URL, meta={"product_id": 7, **meta})
 
 
 # -- Retry-After ---------------------------------------------------------------

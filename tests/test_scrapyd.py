@@ -27,13 +27,14 @@ import urllib.request
 import uuid
 import zipfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from productcrawler.simulator import catalog
 from productcrawler.simulator.process import stop_process
 from tests.conftest import ROOT, crawl_env, mysql_query
+from tests.helpers import read_lines
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -45,13 +46,6 @@ USERNAME = "deployer"
 SCRAPYD_DEPLOY = Path(sys.executable).with_name("scrapyd-deploy")
 # 127.0.0.1 must never go through an http_proxy from the environment.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def _lines(stream: IO[str], into: queue.Queue[str | None], log: list[str]) -> None:
-    for line in stream:
-        log.append(line)
-        into.put(line)
-    into.put(None)
 
 
 class Scrapyd:
@@ -104,7 +98,7 @@ class Scrapyd:
         process = subprocess.Popen([sys.executable, "-m", "scrapyd"], cwd=self.directory,
                                    env=self.environment(), stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True)
-        threading.Thread(target=_lines, args=(process.stdout, lines, self.log), daemon=True).start()
+        threading.Thread(target=read_lines, args=(process.stdout, lines, self.log), daemon=True).start()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:

@@ -13,6 +13,7 @@ import pytest
 
 from productcrawler.simulator import SimulatorProcess, catalog
 from productcrawler.simulator.faults import FaultConfig, FaultRule
+from tests.helpers import missing_ids, present_ids
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -59,20 +60,18 @@ def get_product(sim: SimulatorProcess, product_id: int | str, timeout: float = 5
     return get(sim, f"/v1/product/{product_id}", timeout)
 
 
-def present_ids(count: int, start: int = 1) -> list[int]:
-    ids = (i for i in range(start, start + 1000) if not catalog.is_missing(i))
-    return [next(ids) for _ in range(count)]
+def first_present_ids(count: int, start: int = 1) -> list[int]:
+    return present_ids(start + 1000, start)[:count]
 
 
-def missing_ids(count: int) -> list[int]:
-    ids = (i for i in range(1, 10_000) if catalog.is_missing(i))
-    return [next(ids) for _ in range(count)]
+def first_missing_ids(count: int) -> list[int]:
+    return missing_ids(10_000)[:count]
 
 
 # --- catalogue -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("product_id", [*present_ids(3), 12_345, 9_999_999, catalog.MAX_PRODUCT_ID])
+@pytest.mark.parametrize("product_id", [*first_present_ids(3), 12_345, 9_999_999, catalog.MAX_PRODUCT_ID])
 def test_product_is_the_catalogue_product(sim: SimulatorProcess, product_id: int) -> None:
     answer = get_product(sim, product_id)
     assert answer.status == 200
@@ -101,7 +100,7 @@ def test_product_looks_like_an_ecommerce_product() -> None:
 def test_about_three_percent_of_ids_are_missing(sim: SimulatorProcess) -> None:
     share = sum(catalog.is_missing(i) for i in range(1, 100_001)) / 100_000
     assert 0.025 < share < 0.035
-    for product_id in missing_ids(3):
+    for product_id in first_missing_ids(3):
         answer = get_product(sim, product_id)
         assert (answer.status, answer.json()) == (404, {"error": "product not found"})
 
@@ -137,7 +136,7 @@ def test_invalid_id_is_400(sim: SimulatorProcess, raw_id: str) -> None:
 ])
 def test_status_fault_then_the_product(sim: SimulatorProcess, mode: str, status: int,
                                        retry_after: str | None) -> None:
-    product_id = present_ids(1, start=10)[0]
+    product_id = first_present_ids(1, start=10)[0]
     sim.set_faults([f"{mode}={product_id}"])
     answer = get_product(sim, product_id)
     assert answer.status == status
@@ -270,16 +269,16 @@ def test_hostile_payloads(sim: SimulatorProcess) -> None:
 
 def test_rate_limit_answers_429_above_the_cap(sim: SimulatorProcess) -> None:
     sim.set_faults([], rate_limit=5)
-    answers = [get_product(sim, i) for i in present_ids(8)]
+    answers = [get_product(sim, i) for i in first_present_ids(8)]
     assert [a.status for a in answers] == [200] * 5 + [429] * 3
     assert answers[-1].headers["Retry-After"] == "1"
     assert sim.stats()["by_fault"] == {"rate_limited": 3}
     time.sleep(1.05)
-    assert get_product(sim, present_ids(1)[0]).status == 200
+    assert get_product(sim, first_present_ids(1)[0]).status == 200
 
 
 def test_arrivals_record_every_request(sim: SimulatorProcess) -> None:
-    missing = missing_ids(1)[0]
+    missing = first_missing_ids(1)[0]
     sim.set_faults(["503=2"])
     started = time.time()
     for product_id in (1, 2, missing):

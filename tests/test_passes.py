@@ -14,8 +14,12 @@ from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_quer
 from tests.helpers import (
     END,
     assert_pass_complete,
+    assert_resumed,
+    done_ids,
     finish,
+    kill_after_arrivals,
     kill_when_stored,
+    outcome_stamps,
     present_ids,
     start_crawl,
     stored_count,
@@ -48,17 +52,23 @@ def test_three_instances_share_one_pass_and_all_exit_zero(shared, clean_simulato
 
 
 @pytest.mark.parametrize("use_redis", [False, True], ids=["database-ledger", "redis"])
-def test_killed_twice_with_sigkill_then_restarted_finishes_complete(use_redis, settings, shared, mysql_url):
+def test_killed_twice_with_sigkill_then_restarted_finishes_complete(use_redis, settings, shared, mysql_url,
+                                                                     clean_simulator):
     config = shared if use_redis else settings
     for at_least in (600, 1500):
         process = start_crawl("-a", f"end_id={END}", settings=config)
         kill_when_stored(process, mysql_url, at_least, signal.SIGKILL)
         process.wait(timeout=30)
         assert process.returncode == -signal.SIGKILL
+    done_before = done_ids(mysql_url)
+    assert 1500 <= len(done_before) < END
+    sent_before = len(clean_simulator.arrivals())
     code, output = finish(start_crawl("-a", f"end_id={END}", settings=config))
     assert code == 0, output[-3000:]
     assert ("Joined pass 1" if use_redis else "Resuming pass 1") in output
     assert_pass_complete(mysql_url)
+    # The restart fetched what was not done, not the whole range again.
+    assert_resumed(clean_simulator.arrivals()[sent_before:], done_before, END, use_redis)
 
 
 @pytest.mark.parametrize("use_redis", [False, True], ids=["database-ledger", "redis"])
@@ -81,23 +91,42 @@ def test_sigterm_stops_gracefully_and_the_next_run_resumes(use_redis, settings, 
 def test_passes_new_after_finished_resumed_after_interrupted_fresh_on_demand(use_redis, settings, shared,
                                                                             mysql_url, clean_simulator):
     config = {**(shared if use_redis else settings), "MAX_REQUESTS_PER_SECOND": 1000}
-    code, output = finish(start_crawl("-a", "end_id=300", settings=config))
+    new_pass, end = ("Started pass" if use_redis else "Starting pass"), 300
+    code, output = finish(start_crawl("-a", f"end_id={end}", settings=config))
     assert code == 0, output[-3000:]
     first = dict(mysql_query(mysql_url, "SELECT product_id, update_time FROM products"))
     time.sleep(1.1)  # rows are stamped to the second
-    code, output = finish(start_crawl("-a", "end_id=300", settings=config))
-    assert code == 0 and "Started pass 2" in output or "Starting pass 2" in output, output[-3000:]
+    code, output = finish(start_crawl("-a", f"end_id={end}", settings=config))
+    assert code == 0, output[-3000:]
+    assert f"{new_pass} 2 " in output, output[-3000:]
     second = dict(mysql_query(mysql_url, "SELECT product_id, update_time FROM products"))
     assert second.keys() == first.keys() and all(second[i] > first[i] for i in first)
 
+    # Pass 3, killed half-way (at 100/s the 300 ids take 3 s), is resumed, not restarted.
     config = {**config, "MAX_REQUESTS_PER_SECOND": 100}
-    process = start_crawl("-a", "end_id=300", settings=config)
-    time.sleep(4)
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=30)
-    code, output = finish(start_crawl("-a", "end_id=300", "-a", "fresh=1", settings=config))
+    time.sleep(1.1)
+    clean_simulator.reset()
+    before_pass_3 = outcome_stamps(mysql_url)
+    kill_after_arrivals(start_crawl("-a", f"end_id={end}", settings=config), clean_simulator, 120)
+    stamps = outcome_stamps(mysql_url)
+    done_in_pass_3 = {i for i in stamps if stamps[i] > before_pass_3[i]}
+    assert 0 < len(done_in_pass_3) < end, "the kill did not land mid-pass"
+    sent_before = len(clean_simulator.arrivals())
+    code, output = finish(start_crawl("-a", f"end_id={end}", settings=config))
     assert code == 0, output[-3000:]
-    assert "Started pass 4" in output or "Starting pass 4" in output
+    assert ("Joined pass 3 " if use_redis else "Resuming pass 3 ") in output, output[-3000:]
+    assert_resumed(clean_simulator.arrivals()[sent_before:], done_in_pass_3, end, use_redis)
+    assert_pass_complete(mysql_url, end)
+
+    # Pass 4, killed half-way, is abandoned on demand: fresh=1 fetches every id again in pass 5.
+    clean_simulator.reset()
+    kill_after_arrivals(start_crawl("-a", f"end_id={end}", settings=config), clean_simulator, 120)
+    sent_before = len(clean_simulator.arrivals())
+    code, output = finish(start_crawl("-a", f"end_id={end}", "-a", "fresh=1", settings=config))
+    assert code == 0, output[-3000:]
+    assert f"{new_pass} 5 " in output, output[-3000:]
+    assert sorted(a[1] for a in clean_simulator.arrivals()[sent_before:]) == list(range(1, end + 1))
+    assert_pass_complete(mysql_url, end)
 
 
 def progress(settings: dict[str, object]) -> str:

@@ -175,7 +175,8 @@ def test_retries_then_gives_up_as_failed() -> None:
         assert new_request.meta["product_id"] == 7
         assert new_request.dont_filter is True
         assert new_request.priority == -expected_retry_times
-        assert new_request.meta["retry_delay"] >= 0
+        # Equal jitter with the draw at its middle: 3/4 of the ceiling 1 s x 2^(retries so far).
+        assert new_request.meta["retry_delay"] == 0.75 * 2 ** (expected_retry_times - 1)
         request = new_request
     item = policy.next_step(request, reason="http_503", http_status=503)
     assert item == FailureItem(product_id=7, outcome=FAILED, http_status=503, reason="http_503",

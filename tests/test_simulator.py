@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import subprocess
+import sys
 import time
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
@@ -13,6 +16,7 @@ import pytest
 
 from productcrawler.simulator import SimulatorProcess, catalog
 from productcrawler.simulator.faults import FaultConfig, FaultRule
+from tests.conftest import ROOT
 from tests.helpers import missing_ids, present_ids
 
 if TYPE_CHECKING:
@@ -112,7 +116,14 @@ def test_hourly_fields_follow_the_version_and_the_rest_is_stable() -> None:
         assert (old["name"], old["brand"], old["category"]) == (new["name"], new["brand"], new["category"])
     for field in ("price", "stock", "sales_count", "updated_at"):
         assert sum(old[field] != new[field] for old, new in zip(before, after)) > 10, field
-    assert catalog.product(7, VERSION) == catalog.product(7, VERSION)
+    # Deterministic across processes, whatever their hash seed: what another process
+    # (the simulator, a test) computes is what this one computes.
+    script = ("import json, sys; from productcrawler.simulator import catalog; "
+              "print(json.dumps([catalog.product(i, int(sys.argv[1])) for i in range(1, 101)]))")
+    for seed in ("1", "2"):
+        other = subprocess.run([sys.executable, "-c", script, str(VERSION)], capture_output=True, text=True,
+                               env={**os.environ, "PYTHONHASHSEED": seed}, check=True, cwd=ROOT)
+        assert json.loads(other.stdout) == json.loads(json.dumps(before))
 
 
 @pytest.mark.parametrize("raw_id", ["abc", "0", "-1", "1.5", "%EF%BC%91%EF%BC%92", "99999999999999999999999"])

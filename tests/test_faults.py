@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from decimal import Decimal
 
@@ -151,3 +152,29 @@ def test_hostile_payloads_are_stored_faithfully_or_recorded_with_a_reason(crawl,
                 assert shows in name, mode
             else:  # out-of-range numbers: dropped to NULL or clamped, never rejected by MySQL
                 assert (price, stock, sales_count, rating) == (None, None, None, Decimal("5.00"))
+
+
+def test_a_404_removes_the_stale_product_row_while_failed_keeps_the_last_good_one(crawl, clean_simulator,
+                                                                                   mysql_url):
+    gone = next(i for i in range(1, 40) if catalog.is_missing(i))
+    kept = next(i for i in range(gone + 1, 40) if not catalog.is_missing(i))
+    # First pass: id `gone` still answers with a product (a fault variant serves one even
+    # for a 404 id), so both ids have a product row.
+    crawl(40, [f"emoji={gone}@*"])
+    query = "SELECT product_id, name, price, stock, update_time FROM products WHERE product_id IN (%s, %s)"
+    first = {row[0]: row for row in mysql_query(mysql_url, query, (gone, kept))}
+    assert sorted(first) == [gone, kept]
+    time.sleep(1.1)  # rows are stamped to the second
+
+    # Second pass: `gone` answers 404 now, `kept` fails for good.
+    crawl(40, [f"503={kept}@*"], MAX_RETRIES=1)
+    after = {row[0]: row for row in mysql_query(mysql_url, query, (gone, kept))}
+    assert gone not in after, "the stale row of a 404 id was kept"
+    assert after[kept] == first[kept], "the last good row of a failed id was changed or removed"
+    failures = dict((r[0], r[1:]) for r in mysql_query(
+        mysql_url, "SELECT product_id, outcome, http_status FROM crawl_failures WHERE product_id IN (%s, %s)",
+        (gone, kept)))
+    assert failures == {gone: ("missing", 404), kept: ("failed", 503)}
+    # The other ids were refreshed in place.
+    others = mysql_query(mysql_url, "SELECT COUNT(*) FROM products WHERE update_time > %s", (first[kept][4],))
+    assert others[0][0] == len(present(range(1, 41))) - 1

@@ -106,7 +106,9 @@ def kill_when_stored(process: subprocess.Popen[str], url: str, at_least: int, si
     """Send ``sig`` once ``at_least`` products are stored (signal 0: just wait for them)."""
     deadline = time.monotonic() + 60
     while stored_count(url) < at_least:
-        assert process.poll() is None, "the crawl ended before it could be interrupted"
+        if process.poll() is not None:
+            raise AssertionError("the crawl ended before it could be interrupted:\n"
+                                 + process.communicate()[0][-3000:])
         assert time.monotonic() < deadline, "the crawl made no progress"
         time.sleep(0.1)
     process.send_signal(sig)

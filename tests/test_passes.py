@@ -8,6 +8,7 @@ import subprocess
 import time
 
 import pytest
+import redis
 
 from productcrawler.settings import EXTENSIONS
 from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
@@ -198,3 +199,63 @@ def test_ids_leased_by_a_call_whose_reply_was_lost_are_fetched_all_the_same(shar
     assert code == 0, output[-3000:]
     assert_pass_complete(mysql_url, 200)
     assert "leased to this instance but never received" in output
+
+
+def test_fresh_pass_given_to_one_of_several_instances_stops_the_others_who_leave_it_their_ids(
+        shared, clean_simulator, mysql_url):
+    config = {**shared, "MAX_REQUESTS_PER_SECOND": 200}
+    old = [start_crawl("-a", f"end_id={END}", settings=config) for _ in range(2)]
+    kill_when_stored(old[0], mysql_url, 600, 0)  # signal 0: just wait until pass 1 is under way
+    fresh_from = time.time()
+    new = start_crawl("-a", f"end_id={END}", "-a", "fresh=1", settings=config)
+    # The instances of the replaced pass stop on their own, well before their pass could end, and exit 0.
+    for process in old:
+        code, output = finish(process, timeout=60)
+        assert code == 0, output[-3000:]
+        assert "Joined pass 1 " in output or "Started pass 1 " in output, output[-3000:]
+    old_done_at = time.time()
+    assert stored_count(mysql_url) < len(present_ids())
+    code, output = finish(new)
+    assert code == 0, output[-3000:]
+    assert "Started pass 2 " in output, output[-3000:]
+    assert_pass_complete(mysql_url)
+    # The new pass fetched every id itself: none was taken as done from the replaced pass.
+    assert {a[1] for a in clean_simulator.arrivals(since=fresh_from)} == set(range(1, END + 1))
+    assert summary(output)[:2] == (len(present_ids()), END - len(present_ids()))
+    assert old_done_at - fresh_from < 30
+
+
+def test_a_retry_waiting_in_redis_survives_kill_9_of_its_instance_and_is_sent_at_its_time_by_another(
+        shared, clean_simulator, mysql_url, redis_prefix):
+    retried, retry_after, end = 100, 12, 200
+    clean_simulator.set_faults([f"429s={retried}@1"], retry_after=retry_after)
+    scheduler = start_crawl("-a", f"end_id={end}", settings=shared)
+    deadline = time.monotonic() + 60
+    while not (first := [a[0] for a in clean_simulator.arrivals() if a[1] == retried]):
+        assert scheduler.poll() is None and time.monotonic() < deadline, "id %d was never requested" % retried
+        time.sleep(0.1)
+    # Another instance joins; then the one that holds the retry is killed without a goodbye.
+    other = start_crawl("-a", f"end_id={end}", settings=shared)
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        delayed = f"{redis_prefix}:products:pass:1:delayed"
+        while not client.scard(f"{redis_prefix}:products:pass:1:instances") >= 2 or time.time() < first[0] + 3:
+            assert other.poll() is None and time.monotonic() < deadline, "the second instance did not join"
+            time.sleep(0.1)
+        scheduler.kill()
+        scheduler.wait(timeout=30)
+        killed_at = time.time()
+        assert killed_at < first[0] + retry_after - 1, "too slow to kill the instance before the retry was due"
+        waiting = [entry.decode() for entry in client.zrange(delayed, 0, -1)]
+    finally:
+        client.close()
+    assert [entry.split(":")[0] for entry in waiting] == [str(retried)], waiting
+    code, output = finish(other, timeout=90)
+    assert code == 0, output[-3000:]
+    assert_pass_complete(mysql_url, end)
+    attempts = [a[0] for a in clean_simulator.arrivals() if a[1] == retried]
+    assert len(attempts) == 2, attempts
+    # Sent by the survivor, at its time: not early, and not only after the dead instance's
+    # leases were taken back (its heartbeat outlives it by up to 10 s).
+    assert attempts[1] > killed_at
+    assert retry_after - 0.05 <= attempts[1] - attempts[0] <= retry_after + 2.5, attempts

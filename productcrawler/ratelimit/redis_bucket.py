@@ -62,7 +62,7 @@ OUTAGE_MAX = 30.0  # give up (the request fails) after this long without Redis
 _RECOVERED_FACTOR = """
 local function recovered_factor(s_factor, s_factor_at, now, recovery)
   if not s_factor then return 1 end
-  local f = tonumber(s_factor) + 0 * recovery * math.max(0, now - tonumber(s_factor_at))
+  local f = tonumber(s_factor) + recovery * math.max(0, now - tonumber(s_factor_at))
   return math.min(1, f)
 end
 local t = redis.call('TIME')

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from decimal import Decimal
@@ -120,3 +121,32 @@ def test_dirty_values_are_cleaned_before_they_are_stored(clean_simulator, mysql_
     counted = sorted(line.strip(" {},") for line in result.stderr.splitlines() if "'cleaning/invalid/" in line)
     assert counted == ["'cleaning/invalid/price': 1", f"'cleaning/invalid/sales_count': {len(dirty) + 1}",
                        "'cleaning/invalid/stock': 1"]
+
+
+PROGRESS = re.compile(r"^(\d+\.\d+) \[productcrawler\.extensions\.progress\] INFO: Progress: (\d+)/(\d+) ids done "
+                      r"\((\d+\.\d)%\), (\d+) stored, (\d+) missing, (\d+) failed; (\d+) ids/s, ETA (\d+) s$")
+
+
+def test_progress_lines_have_the_readmes_format_and_add_up(clean_simulator, mysql_url):
+    end, rate = 400, 100
+    result = run_crawl("-a", f"end_id={end}", settings={
+        "API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url, "MAX_REQUESTS_PER_SECOND": rate,
+        "PROGRESS_INTERVAL": 1, "LOG_FORMAT": "%(created).3f [%(name)s] %(levelname)s: %(message)s"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if "Progress: " in line]
+    matches = [PROGRESS.match(line) for line in lines]
+    assert len(lines) >= 2 and all(matches), lines
+    previous_done = 0
+    for found in matches:
+        done, total, percent, stored, missing, failed, per_second, eta = (
+            float(v) if "." in v else int(v) for v in found.groups()[1:])
+        assert total == end and stored + missing + failed == done  # a fresh pass: this run's ids are the pass's
+        assert percent == round(100 * done / total, 1) and done >= previous_done
+        assert 0.3 * rate <= per_second <= 1.2 * rate, found[0]
+        assert abs(eta - (total - done) / per_second) <= 1 + 0.2 * (total - done) / per_second, found[0]
+        previous_done = done
+    stamps = [float(found[1]) for found in matches]
+    assert all(0.8 <= b - a <= 2.5 for a, b in zip(stamps, stamps[1:])), stamps
+    missing = sum(catalog.is_missing(i) for i in range(1, end + 1))
+    assert re.search(rf"Finished \(finished\) in \d+\.\d s: {end - missing} stored, {missing} missing, "
+                     rf"0 failed in this run$", result.stderr, re.MULTILINE)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import queue
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -22,6 +24,7 @@ from tests.helpers import (
     kill_when_stored,
     outcome_stamps,
     present_ids,
+    read_lines,
     start_crawl,
     stored_count,
     summary,
@@ -236,11 +239,13 @@ def test_a_retry_waiting_in_redis_survives_kill_9_of_its_instance_and_is_sent_at
         time.sleep(0.1)
     # Another instance joins; then the one that holds the retry is killed without a goodbye.
     other = start_crawl("-a", f"end_id={end}", settings=shared)
+    other_log: list[str] = []  # read meanwhile: it says when it has joined
+    threading.Thread(target=read_lines, args=(other.stdout, queue.Queue(), other_log), daemon=True).start()
     client = redis.Redis.from_url(REDIS_URL)
     try:
         delayed = f"{redis_prefix}:products:pass:1:delayed"
-        while not client.scard(f"{redis_prefix}:products:pass:1:instances") >= 2 or time.time() < first[0] + 3:
-            assert other.poll() is None and time.monotonic() < deadline, "the second instance did not join"
+        while not any("Joined pass 1 " in line for line in other_log) or time.time() < first[0] + 3:
+            assert other.poll() is None and time.monotonic() < deadline, "".join(other_log)[-3000:]
             time.sleep(0.1)
         scheduler.kill()
         scheduler.wait(timeout=30)
@@ -250,8 +255,8 @@ def test_a_retry_waiting_in_redis_survives_kill_9_of_its_instance_and_is_sent_at
     finally:
         client.close()
     assert [entry.split(":")[0] for entry in waiting] == [str(retried)], waiting
-    code, output = finish(other, timeout=90)
-    assert code == 0, output[-3000:]
+    code = other.wait(timeout=90)
+    assert code == 0, "".join(other_log)[-3000:]
     assert_pass_complete(mysql_url, end)
     attempts = [a[0] for a in clean_simulator.arrivals() if a[1] == retried]
     assert len(attempts) == 2, attempts

@@ -21,6 +21,8 @@ class TcpProxy:
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._down_until = 0.0
         self._stopping = False
+        #: Connections accepted and passed on to the target so far.
+        self.accepted = 0
         self._thread = threading.Thread(target=self._serve, name="tcp-proxy", daemon=True)
         self._thread.start()
 
@@ -69,6 +71,7 @@ class TcpProxy:
                 continue
             with self._lock:
                 self._pairs.append((client, upstream))
+                self.accepted += 1
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
 
     def _pump(self, client: socket.socket, upstream: socket.socket) -> None:

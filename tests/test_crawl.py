@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import time
 from decimal import Decimal
 
 from productcrawler.cleaning import parse_product
@@ -65,6 +67,7 @@ def test_embedded_default_crawls_into_sqlite_with_no_database_configured(clean_s
     import subprocess
     import sys
 
+    started = time.time()
     result = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "products", "-a", "end_id=300"],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -76,31 +79,74 @@ def test_embedded_default_crawls_into_sqlite_with_no_database_configured(clean_s
     assert missing == [i for i in range(1, 301) if catalog.is_missing(i)]
     price = connection.execute("SELECT price FROM products WHERE product_id = ?", (stored[0],)).fetchone()[0]
     assert Decimal(str(price)) == expected(stored[0])["price"]
-    assert ROOT != tmp_path
+    # Relative to the working directory, not to the project.
+    assert not (ROOT / "data" / "products.db").exists() or (ROOT / "data" / "products.db").stat().st_mtime < started
+
+
+def cleaned_dirty(product_id: int) -> tuple[object, ...]:
+    """What a ``dirty`` product must be stored as: the clean product's values, from the catalogue."""
+    clean = catalog.product(product_id, CATALOG_VERSION)
+    # The dirty form sends the price as "¥1,234.50", "1,234.50" or null, by id % 3.
+    price = None if product_id % 3 == 2 else Decimal(f"{clean['price']:.2f}")
+    # ... the rating as a one-place string for odd ids, 7.5 (clamped to 5) for even ones.
+    rating = Decimal(f"{clean['rating']:.1f}") if product_id % 2 else Decimal("5.00")
+    # ... and a negative sales count (NULL), the stock as a string, markup around the labels.
+    return (clean["name"], price, clean["stock"], rating, None, clean["category"], clean["brand"])
 
 
 def test_dirty_values_are_cleaned_before_they_are_stored(clean_simulator, mysql_url):
-    clean_simulator.set_faults(["dirty=1-40@*", "emoji=41", "sqlish=42", "outofrange=43"])
+    emoji, sqlish, outofrange = 41, 42, 43
+    # Each id below must really be a product, or its assertion checks nothing.
+    assert not any(catalog.is_missing(i) for i in (emoji, sqlish, outofrange))
+    clean_simulator.set_faults(["dirty=1-40@*", f"emoji={emoji}", f"sqlish={sqlish}", f"outofrange={outofrange}"])
     result = run_crawl("-a", "start_id=1", "-a", "end_id=45",
                        settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url})
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = mysql_query(mysql_url, "SELECT product_id, name, price, stock, rating, sales_count, category "
-                                  "FROM products WHERE product_id <= 40")
-    assert rows, "no dirty product was stored"
-    for _product_id, name, price, stock, rating, sales_count, category in rows:
-        assert "<" not in name and ">" not in name and "  " not in name and name == name.strip()
-        assert price is None or price >= 0
-        assert stock is None or stock >= 0
-        assert sales_count is None or sales_count >= 0
-        assert rating is None or 0 <= rating <= 5
-        assert category is None or "<" not in category
+    rows = {r[0]: r[1:] for r in mysql_query(
+        mysql_url, "SELECT product_id, name, price, stock, rating, sales_count, category, brand "
+                   "FROM products WHERE product_id <= 40")}
+    dirty = list(range(1, 41))  # a fault answers with a product even for ids that are otherwise 404s
+    assert sorted(rows) == dirty
+    # All three price forms occur among them (string with currency, plain string, null).
+    assert {i % 3 for i in dirty} == {0, 1, 2}
+    for product_id in dirty:
+        assert rows[product_id] == cleaned_dirty(product_id), product_id
     by_id = {r[0]: r for r in mysql_query(mysql_url, "SELECT product_id, name, price, stock, rating "
                                                      "FROM products WHERE product_id > 40")}
-    if not catalog.is_missing(41):
-        assert "📱" in by_id[41][1]
-    if not catalog.is_missing(42):
-        assert by_id[42][1] == catalog.SQLISH_NAME
-    if not catalog.is_missing(43):
-        assert by_id[43][2] is None and by_id[43][3] is None and by_id[43][4] == Decimal("5.00")
-    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products")[0][0] > 0
-    assert "cleaning/invalid/" in result.stderr  # the dropped values are counted in the stats
+    assert "📱" in by_id[emoji][1]
+    assert by_id[sqlish][1] == catalog.SQLISH_NAME
+    assert by_id[outofrange][2] is None and by_id[outofrange][3] is None and by_id[outofrange][4] == Decimal("5.00")
+    # The dropped values are counted in the stats: every dirty id's sales count, and the
+    # out-of-range id's price, stock and sales count; a null price is not a dropped value.
+    counted = sorted(line.strip(" {},") for line in result.stderr.splitlines() if "'cleaning/invalid/" in line)
+    assert counted == ["'cleaning/invalid/price': 1", f"'cleaning/invalid/sales_count': {len(dirty) + 1}",
+                       "'cleaning/invalid/stock': 1"]
+
+
+PROGRESS = re.compile(r"^(\d+\.\d+) \[productcrawler\.extensions\.progress\] INFO: Progress: (\d+)/(\d+) ids done "
+                      r"\((\d+\.\d)%\), (\d+) stored, (\d+) missing, (\d+) failed; (\d+) ids/s, ETA (\d+) s$")
+
+
+def test_progress_lines_have_the_readmes_format_and_add_up(clean_simulator, mysql_url):
+    end, rate = 400, 100
+    result = run_crawl("-a", f"end_id={end}", settings={
+        "API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url, "MAX_REQUESTS_PER_SECOND": rate,
+        "PROGRESS_INTERVAL": 1, "LOG_FORMAT": "%(created).3f [%(name)s] %(levelname)s: %(message)s"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if "Progress: " in line]
+    matches = [PROGRESS.match(line) for line in lines]
+    assert len(lines) >= 2 and all(matches), lines
+    previous_done = 0
+    for found in matches:
+        done, total, percent, stored, missing, failed, per_second, eta = (
+            float(v) if "." in v else int(v) for v in found.groups()[1:])
+        assert total == end and stored + missing + failed == done  # a fresh pass: this run's ids are the pass's
+        assert percent == round(100 * done / total, 1) and done >= previous_done
+        assert 0.3 * rate <= per_second <= 1.2 * rate, found[0]
+        assert abs(eta - (total - done) / per_second) <= 1 + 0.2 * (total - done) / per_second, found[0]
+        previous_done = done
+    stamps = [float(found[1]) for found in matches]
+    assert all(0.8 <= b - a <= 2.5 for a, b in zip(stamps, stamps[1:])), stamps
+    missing = sum(catalog.is_missing(i) for i in range(1, end + 1))
+    assert re.search(rf"Finished \(finished\) in \d+\.\d s: {end - missing} stored, {missing} missing, "
+                     rf"0 failed in this run$", result.stderr, re.MULTILINE)

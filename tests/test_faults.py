@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from decimal import Decimal
 
@@ -68,7 +69,7 @@ def test_transient_faults_end_with_the_product_stored(crawl, clean_simulator, my
 def test_permanent_faults_are_recorded_with_outcome_and_reason(crawl, clean_simulator, mysql_url):
     faults = ["400=1@*", "403=2@*", "503=3@*", "html=4@*", "hang=5@*", "truncated=6@*", "huge=7@*",
               "nested=8@*"]
-    crawl(10, faults, DOWNLOAD_MAXSIZE=1_000_000)
+    crawl(11, faults, DOWNLOAD_MAXSIZE=1_000_000)
     rows = {r[0]: r[1:] for r in mysql_query(
         mysql_url, "SELECT product_id, outcome, http_status, reason, attempts FROM crawl_failures")}
     assert rows[1] == ("failed", 400, "http_400", 1)
@@ -77,11 +78,13 @@ def test_permanent_faults_are_recorded_with_outcome_and_reason(crawl, clean_simu
     assert rows[4] == ("failed", 200, "bad_response/html", 4)
     assert rows[5][0] == "failed" and rows[5][2] == "timeout" and rows[5][3] == 4
     assert rows[6] == ("failed", 200, "bad_response/not_json", 4)
-    assert (rows[7][0] == "failed" and rows[7][3] == 1 and "maxsize" in rows[7][2].lower()) or "size" in rows[7][2]
+    # Over DOWNLOAD_MAXSIZE: cancelled and given up at once, not retried.
+    assert rows[7][0] == "failed" and rows[7][3] == 1, rows[7]
+    assert "size" in rows[7][2].lower(), rows[7]
     assert rows[8][0] == "failed" and rows[8][2] == "bad_response/too_deep"
-    for product_id in (9, 10):
-        if catalog.is_missing(product_id):
-            assert rows[product_id] == ("missing", 404, "not_found", 1)
+    # The one 404 among the ids without a fault.
+    assert [i for i in range(9, 12) if catalog.is_missing(i)] == [11]
+    assert rows[11] == ("missing", 404, "not_found", 1)
     stored = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products")}
     assert not stored & set(rows), "an id has two outcomes"
     # A permanent 4xx is asked once; a 503 MAX_RETRIES + 1 times.
@@ -150,3 +153,29 @@ def test_hostile_payloads_are_stored_faithfully_or_recorded_with_a_reason(crawl,
                 assert shows in name, mode
             else:  # out-of-range numbers: dropped to NULL or clamped, never rejected by MySQL
                 assert (price, stock, sales_count, rating) == (None, None, None, Decimal("5.00"))
+
+
+def test_a_404_removes_the_stale_product_row_while_failed_keeps_the_last_good_one(crawl, clean_simulator,
+                                                                                   mysql_url):
+    gone = next(i for i in range(1, 40) if catalog.is_missing(i))
+    kept = next(i for i in range(gone + 1, 40) if not catalog.is_missing(i))
+    # First pass: id `gone` still answers with a product (a fault variant serves one even
+    # for a 404 id), so both ids have a product row.
+    crawl(40, [f"emoji={gone}@*"])
+    query = "SELECT product_id, name, price, stock, update_time FROM products WHERE product_id IN (%s, %s)"
+    first = {row[0]: row for row in mysql_query(mysql_url, query, (gone, kept))}
+    assert sorted(first) == [gone, kept]
+    time.sleep(1.1)  # rows are stamped to the second
+
+    # Second pass: `gone` answers 404 now, `kept` fails for good.
+    crawl(40, [f"503={kept}@*"], MAX_RETRIES=1)
+    after = {row[0]: row for row in mysql_query(mysql_url, query, (gone, kept))}
+    assert gone not in after, "the stale row of a 404 id was kept"
+    assert after[kept] == first[kept], "the last good row of a failed id was changed or removed"
+    failures = {r[0]: r[1:] for r in mysql_query(
+        mysql_url, "SELECT product_id, outcome, http_status FROM crawl_failures WHERE product_id IN (%s, %s)",
+        (gone, kept))}
+    assert failures == {gone: ("missing", 404), kept: ("failed", 503)}
+    # The other ids were refreshed in place.
+    others = mysql_query(mysql_url, "SELECT COUNT(*) FROM products WHERE update_time > %s", (first[kept][4],))
+    assert others[0][0] == len(present(range(1, 41))) - 1

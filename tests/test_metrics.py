@@ -9,7 +9,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -22,6 +22,7 @@ from productcrawler.config import ConfigError
 from productcrawler.extensions.metrics import PrometheusMetrics
 from productcrawler.simulator import catalog
 from tests.conftest import ROOT, crawl_command, crawl_env, mysql_query
+from tests.helpers import read_lines
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -214,12 +215,6 @@ END = 1500
 SLOW = 5.0
 
 
-def _lines(stream: IO[str], into: queue.Queue[str], log: list[str]) -> None:
-    for line in stream:
-        log.append(line)
-        into.put(line)
-
-
 def test_crawl_exposes_live_metrics_that_match_the_database(clean_simulator, mysql_url) -> None:
     clean_simulator.set_faults(["503=10-19", f"slow={END}"], slow_delay=SLOW)
     command = crawl_command("-a", "start_id=1", "-a", f"end_id={END}",
@@ -228,18 +223,19 @@ def test_crawl_exposes_live_metrics_that_match_the_database(clean_simulator, mys
     env = crawl_env(API_BASE_URL=clean_simulator.base_url, DATABASE_URL=mysql_url)
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
+    lines: queue.Queue[str | None] = queue.Queue()
     log: list[str] = []
-    reader = threading.Thread(target=_lines, args=(process.stderr, lines, log), daemon=True)
+    reader = threading.Thread(target=read_lines, args=(process.stderr, lines, log), daemon=True)
     reader.start()
     try:
         url = None
         deadline = time.monotonic() + 30
         while url is None and time.monotonic() < deadline and process.poll() is None:
             try:
-                found = LOG_LINE.search(lines.get(timeout=0.5))
+                line = lines.get(timeout=0.5)
             except queue.Empty:
                 continue
+            found = LOG_LINE.search(line) if line is not None else None
             url = found[1] if found else None
         assert url is not None, "no metrics log line:\n" + "".join(log)[-3000:]
 

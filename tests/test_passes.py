@@ -3,64 +3,32 @@
 from __future__ import annotations
 
 import json
+import queue
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
+import redis
 
 from productcrawler.settings import EXTENSIONS
-from productcrawler.simulator import catalog
 from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
-
-END = 3000
-
-
-def start_crawl(*args: str, settings: dict[str, object]) -> subprocess.Popen[str]:
-    return subprocess.Popen(crawl_command(*args, settings=settings), cwd=ROOT, env=crawl_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def finish(process: subprocess.Popen[str], timeout: float = 180) -> tuple[int, str]:
-    output, _ = process.communicate(timeout=timeout)
-    return process.returncode, output
-
-
-def stored_count(url: str) -> int:
-    try:
-        return mysql_query(url, "SELECT COUNT(*) FROM products")[0][0]
-    except Exception:  # noqa: BLE001 - the table may not exist yet
-        return 0
-
-
-def kill_when_stored(process: subprocess.Popen[str], url: str, at_least: int, sig: int) -> None:
-    deadline = time.monotonic() + 60
-    while stored_count(url) < at_least:
-        assert process.poll() is None, "the crawl ended before it could be interrupted"
-        assert time.monotonic() < deadline, "the crawl made no progress"
-        time.sleep(0.1)
-    process.send_signal(sig)
-
-
-def summary(output: str) -> tuple[int, int, int]:
-    """(stored, missing, failed) from the final log line of a run."""
-    line = next(line for line in output.splitlines() if "Finished (" in line)
-    counts = line.split(": ")[-1].split(" in this run")[0].split(", ")
-    return tuple(int(part.split()[0]) for part in counts)  # type: ignore[return-value]
-
-
-def present_ids(end: int = END) -> list[int]:
-    return [i for i in range(1, end + 1) if not catalog.is_missing(i)]
-
-
-def assert_pass_complete(url: str, end: int = END) -> None:
-    present = present_ids(end)
-    stored = [r[0] for r in mysql_query(url, "SELECT product_id FROM products ORDER BY product_id")]
-    assert stored == present
-    missing = [r[0] for r in mysql_query(url, "SELECT product_id FROM crawl_failures "
-                                              "WHERE outcome = 'missing' ORDER BY product_id")]
-    assert missing == [i for i in range(1, end + 1) if catalog.is_missing(i)]
-    assert mysql_query(url, "SELECT COUNT(*) FROM crawl_failures WHERE outcome = 'failed'")[0][0] == 0
+from tests.helpers import (
+    END,
+    assert_pass_complete,
+    assert_resumed,
+    done_ids,
+    finish,
+    kill_after_arrivals,
+    kill_when_stored,
+    outcome_stamps,
+    present_ids,
+    read_lines,
+    start_crawl,
+    stored_count,
+    summary,
+)
 
 
 @pytest.fixture
@@ -88,17 +56,23 @@ def test_three_instances_share_one_pass_and_all_exit_zero(shared, clean_simulato
 
 
 @pytest.mark.parametrize("use_redis", [False, True], ids=["database-ledger", "redis"])
-def test_killed_twice_with_sigkill_then_restarted_finishes_complete(use_redis, settings, shared, mysql_url):
+def test_killed_twice_with_sigkill_then_restarted_finishes_complete(use_redis, settings, shared, mysql_url,
+                                                                     clean_simulator):
     config = shared if use_redis else settings
     for at_least in (600, 1500):
         process = start_crawl("-a", f"end_id={END}", settings=config)
         kill_when_stored(process, mysql_url, at_least, signal.SIGKILL)
         process.wait(timeout=30)
         assert process.returncode == -signal.SIGKILL
+    done_before = done_ids(mysql_url)
+    assert 1500 <= len(done_before) < END
+    sent_before = len(clean_simulator.arrivals())
     code, output = finish(start_crawl("-a", f"end_id={END}", settings=config))
     assert code == 0, output[-3000:]
     assert ("Joined pass 1" if use_redis else "Resuming pass 1") in output
     assert_pass_complete(mysql_url)
+    # The restart fetched what was not done, not the whole range again.
+    assert_resumed(clean_simulator.arrivals()[sent_before:], done_before, END, use_redis)
 
 
 @pytest.mark.parametrize("use_redis", [False, True], ids=["database-ledger", "redis"])
@@ -121,23 +95,42 @@ def test_sigterm_stops_gracefully_and_the_next_run_resumes(use_redis, settings, 
 def test_passes_new_after_finished_resumed_after_interrupted_fresh_on_demand(use_redis, settings, shared,
                                                                             mysql_url, clean_simulator):
     config = {**(shared if use_redis else settings), "MAX_REQUESTS_PER_SECOND": 1000}
-    code, output = finish(start_crawl("-a", "end_id=300", settings=config))
+    new_pass, end = ("Started pass" if use_redis else "Starting pass"), 300
+    code, output = finish(start_crawl("-a", f"end_id={end}", settings=config))
     assert code == 0, output[-3000:]
     first = dict(mysql_query(mysql_url, "SELECT product_id, update_time FROM products"))
     time.sleep(1.1)  # rows are stamped to the second
-    code, output = finish(start_crawl("-a", "end_id=300", settings=config))
-    assert (code == 0 and "Started pass 2" in output) or "Starting pass 2" in output, output[-3000:]
+    code, output = finish(start_crawl("-a", f"end_id={end}", settings=config))
+    assert code == 0, output[-3000:]
+    assert f"{new_pass} 2 " in output, output[-3000:]
     second = dict(mysql_query(mysql_url, "SELECT product_id, update_time FROM products"))
     assert second.keys() == first.keys() and all(second[i] > first[i] for i in first)
 
+    # Pass 3, killed half-way (at 100/s the 300 ids take 3 s), is resumed, not restarted.
     config = {**config, "MAX_REQUESTS_PER_SECOND": 100}
-    process = start_crawl("-a", "end_id=300", settings=config)
-    time.sleep(4)
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=30)
-    code, output = finish(start_crawl("-a", "end_id=300", "-a", "fresh=1", settings=config))
+    time.sleep(1.1)
+    clean_simulator.reset()
+    before_pass_3 = outcome_stamps(mysql_url)
+    kill_after_arrivals(start_crawl("-a", f"end_id={end}", settings=config), clean_simulator, 120)
+    stamps = outcome_stamps(mysql_url)
+    done_in_pass_3 = {i for i in stamps if stamps[i] > before_pass_3[i]}
+    assert 0 < len(done_in_pass_3) < end, "the kill did not land mid-pass"
+    sent_before = len(clean_simulator.arrivals())
+    code, output = finish(start_crawl("-a", f"end_id={end}", settings=config))
     assert code == 0, output[-3000:]
-    assert "Started pass 4" in output or "Starting pass 4" in output
+    assert ("Joined pass 3 " if use_redis else "Resuming pass 3 ") in output, output[-3000:]
+    assert_resumed(clean_simulator.arrivals()[sent_before:], done_in_pass_3, end, use_redis)
+    assert_pass_complete(mysql_url, end)
+
+    # Pass 4, killed half-way, is abandoned on demand: fresh=1 fetches every id again in pass 5.
+    clean_simulator.reset()
+    kill_after_arrivals(start_crawl("-a", f"end_id={end}", settings=config), clean_simulator, 120)
+    sent_before = len(clean_simulator.arrivals())
+    code, output = finish(start_crawl("-a", f"end_id={end}", "-a", "fresh=1", settings=config))
+    assert code == 0, output[-3000:]
+    assert f"{new_pass} 5 " in output, output[-3000:]
+    assert sorted(a[1] for a in clean_simulator.arrivals()[sent_before:]) == list(range(1, end + 1))
+    assert_pass_complete(mysql_url, end)
 
 
 def progress(settings: dict[str, object]) -> str:
@@ -209,3 +202,65 @@ def test_ids_leased_by_a_call_whose_reply_was_lost_are_fetched_all_the_same(shar
     assert code == 0, output[-3000:]
     assert_pass_complete(mysql_url, 200)
     assert "leased to this instance but never received" in output
+
+
+def test_fresh_pass_given_to_one_of_several_instances_stops_the_others_who_leave_it_their_ids(
+        shared, clean_simulator, mysql_url):
+    config = {**shared, "MAX_REQUESTS_PER_SECOND": 200}
+    old = [start_crawl("-a", f"end_id={END}", settings=config) for _ in range(2)]
+    kill_when_stored(old[0], mysql_url, 600, 0)  # signal 0: just wait until pass 1 is under way
+    fresh_from = time.time()
+    new = start_crawl("-a", f"end_id={END}", "-a", "fresh=1", settings=config)
+    # The instances of the replaced pass stop on their own, well before their pass could end, and exit 0.
+    for process in old:
+        code, output = finish(process, timeout=60)
+        assert code == 0, output[-3000:]
+        assert "Joined pass 1 " in output or "Started pass 1 " in output, output[-3000:]
+    old_done_at = time.time()
+    assert stored_count(mysql_url) < len(present_ids())
+    code, output = finish(new)
+    assert code == 0, output[-3000:]
+    assert "Started pass 2 " in output, output[-3000:]
+    assert_pass_complete(mysql_url)
+    # The new pass fetched every id itself: none was taken as done from the replaced pass.
+    assert {a[1] for a in clean_simulator.arrivals(since=fresh_from)} == set(range(1, END + 1))
+    assert summary(output)[:2] == (len(present_ids()), END - len(present_ids()))
+    assert old_done_at - fresh_from < 30
+
+
+def test_a_retry_waiting_in_redis_survives_kill_9_of_its_instance_and_is_sent_at_its_time_by_another(
+        shared, clean_simulator, mysql_url, redis_prefix):
+    retried, retry_after, end = 100, 12, 200
+    clean_simulator.set_faults([f"429s={retried}@1"], retry_after=retry_after)
+    scheduler = start_crawl("-a", f"end_id={end}", settings=shared)
+    deadline = time.monotonic() + 60
+    while not (first := [a[0] for a in clean_simulator.arrivals() if a[1] == retried]):
+        assert scheduler.poll() is None and time.monotonic() < deadline, f"id {retried} was never requested"
+        time.sleep(0.1)
+    # Another instance joins; then the one that holds the retry is killed without a goodbye.
+    other = start_crawl("-a", f"end_id={end}", settings=shared)
+    other_log: list[str] = []  # read meanwhile: it says when it has joined
+    threading.Thread(target=read_lines, args=(other.stdout, queue.Queue(), other_log), daemon=True).start()
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        delayed = f"{redis_prefix}:products:pass:1:delayed"
+        while not any("Joined pass 1 " in line for line in other_log) or time.time() < first[0] + 3:
+            assert other.poll() is None and time.monotonic() < deadline, "".join(other_log)[-3000:]
+            time.sleep(0.1)
+        scheduler.kill()
+        scheduler.wait(timeout=30)
+        killed_at = time.time()
+        assert killed_at < first[0] + retry_after - 1, "too slow to kill the instance before the retry was due"
+        waiting = [entry.decode() for entry in client.zrange(delayed, 0, -1)]
+    finally:
+        client.close()
+    assert [entry.split(":")[0] for entry in waiting] == [str(retried)], waiting
+    code = other.wait(timeout=90)
+    assert code == 0, "".join(other_log)[-3000:]
+    assert_pass_complete(mysql_url, end)
+    attempts = [a[0] for a in clean_simulator.arrivals() if a[1] == retried]
+    assert len(attempts) == 2, attempts
+    # Sent by the survivor, at its time: not early, and not only after the dead instance's
+    # leases were taken back (its heartbeat outlives it by up to 10 s).
+    assert attempts[1] > killed_at
+    assert retry_after - 0.05 <= attempts[1] - attempts[0] <= retry_after + 2.5, attempts

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from typing import Any
 
@@ -19,9 +18,9 @@ from scrapy.utils.test import get_crawler
 from productcrawler import stat_keys
 from productcrawler.middlewares.ratelimit import ASYNCIO_REACTOR, RateLimitMiddleware, _check_asyncio, rate_limit_of
 from productcrawler.ratelimit import LocalRateLimiter, RedisTokenBucket
+from tests.conftest import REDIS_URL
 from tests.windows import max_in_window
 
-REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/0")
 UNSET = object()
 
 
@@ -115,7 +114,9 @@ def test_concurrent_requests_wait_their_turn_without_blocking_the_loop() -> None
         return sent, elapsed
 
     sent, elapsed = asyncio.run(main())
-    assert 0.47 <= elapsed <= 0.65  # 49 intervals of 10 ms
+    # 49 intervals of 10 ms, judged from the recorded send times: never faster, and a
+    # loaded machine only makes it slower (late wake-ups take new slots).
+    assert 0.47 <= max(sent) - min(sent) <= elapsed <= 2.0
     assert ticks >= 30  # the loop kept running other callbacks meanwhile
     assert max_in_window(sent, 0.1) <= BOUND_100_MS
     stats = mw.crawler.stats
@@ -203,7 +204,9 @@ def test_instances_share_the_rate_and_the_backoff_through_redis(redis_prefix: st
         return a + b, elapsed
 
     sent, elapsed = asyncio.run(main())
-    assert 0.55 <= elapsed <= 0.8  # 60 requests at 100/s in total, not per instance
+    # 60 requests at 100/s in total, not per instance (that would take 0.3 s), judged
+    # from the recorded send times; a loaded machine only makes it slower.
+    assert 0.55 <= max(sent) - min(sent) <= elapsed <= 2.5
     assert max_in_window(sent, 0.1) <= BOUND_100_MS
     assert first.sent == 31
     assert first.rate_factor == pytest.approx(0.5, abs=0.01)

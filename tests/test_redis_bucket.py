@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
 import threading
 import time
@@ -15,9 +14,8 @@ import redis
 from productcrawler.ratelimit import RedisTokenBucket, Reservation
 from productcrawler.ratelimit import redis_bucket as redis_bucket_module
 from productcrawler.ratelimit.redis_bucket import KEY_TTL, ping
+from tests.conftest import REDIS_URL
 from tests.windows import max_in_window
-
-REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/0")
 
 
 @pytest.fixture

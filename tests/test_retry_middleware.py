@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-import random
 import warnings
 from datetime import UTC, datetime
 from typing import Any
@@ -40,20 +39,14 @@ from productcrawler import stat_keys
 from productcrawler.config import ConfigError
 from productcrawler.middlewares.retry import ApiRetryMiddleware
 from productcrawler.retry_policy import RetryPolicy
+from tests.helpers import PRODUCT_URL as URL
+from tests.helpers import FakeRandom, product_request
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
-URL = "http://api.test/v1/product/7"
 
 
 class ProductSpider(Spider):
     name = "products"
-
-
-class FakeRandom(random.Random):
-    """``uniform(a, b)`` returns its upper bound: delays are the backoff ceiling."""
-
-    def uniform(self, a: float, b: float) -> float:
-        return b
 
 
 #: The project's values of Scrapy's retry settings (get_crawler does not read settings.py).
@@ -65,16 +58,12 @@ def make_mw(settings: dict[str, Any] | None = None) -> ApiRetryMiddleware:
     crawler = get_crawler(ProductSpider, settings_dict={"MAX_RETRIES": 2, **PROJECT, **(settings or {})})
     crawler.spider = crawler._create_spider()
     crawler.stats.open_spider()
-    policy = RetryPolicy.from_crawler(crawler, rng=FakeRandom(), clock=lambda: NOW)
+    policy = RetryPolicy.from_crawler(crawler, rng=FakeRandom(1.0), clock=lambda: NOW)
     return ApiRetryMiddleware(crawler, policy)
 
 
 def stat(mw: ApiRetryMiddleware, key: str) -> Any:
     return mw.crawler.stats.get_value(key)
-
-
-def product_request(**meta: Any) -> Request:
-    return Request(URL, meta={"product_id": 7, **meta})
 
 
 def response(status: int, **headers: str) -> Response:

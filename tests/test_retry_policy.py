@@ -14,26 +14,14 @@ from productcrawler import stat_keys
 from productcrawler.config import ConfigError
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.retry_policy import RetryPolicy
+from tests.helpers import PRODUCT_URL as URL
+from tests.helpers import FakeRandom, product_request
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
-URL = "http://api.test/v1/product/7"
 
 
 class ProductSpider(Spider):
     name = "products"
-
-
-class FakeRandom(random.Random):
-    """``uniform(a, b)`` lands at ``fraction`` of the way from a to b; calls are recorded."""
-
-    def __init__(self, fraction: float = 0.5):
-        super().__init__(0)
-        self.fraction = fraction
-        self.calls: list[tuple[float, float]] = []
-
-    def uniform(self, a: float, b: float) -> float:
-        self.calls.append((a, b))
-        return a + (b - a) * self.fraction
 
 
 def make_policy(
@@ -50,10 +38,6 @@ def make_policy(
 
 def stat(policy: RetryPolicy, key: str) -> Any:
     return policy.stats.get_value(key)
-
-
-def product_request(**meta: Any) -> Request:
-    return Request(URL, meta={"product_id": 7, **meta})
 
 
 # -- Retry-After ---------------------------------------------------------------
@@ -189,7 +173,8 @@ def test_retries_then_gives_up_as_failed() -> None:
         assert new_request.meta["product_id"] == 7
         assert new_request.dont_filter is True
         assert new_request.priority == -expected_retry_times
-        assert new_request.meta["retry_delay"] >= 0
+        # Equal jitter with the draw at its middle: 3/4 of the ceiling 1 s x 2^(retries so far).
+        assert new_request.meta["retry_delay"] == 0.75 * 2 ** (expected_retry_times - 1)
         request = new_request
     item = policy.next_step(request, reason="http_503", http_status=503)
     assert item == FailureItem(product_id=7, outcome=FAILED, http_status=503, reason="http_503",

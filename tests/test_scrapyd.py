@@ -27,13 +27,14 @@ import urllib.request
 import uuid
 import zipfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from productcrawler.simulator import catalog
 from productcrawler.simulator.process import stop_process
 from tests.conftest import ROOT, crawl_env, mysql_query
+from tests.helpers import assert_pass_complete, assert_resumed, done_ids, read_lines
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -45,13 +46,6 @@ USERNAME = "deployer"
 SCRAPYD_DEPLOY = Path(sys.executable).with_name("scrapyd-deploy")
 # 127.0.0.1 must never go through an http_proxy from the environment.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def _lines(stream: IO[str], into: queue.Queue[str | None], log: list[str]) -> None:
-    for line in stream:
-        log.append(line)
-        into.put(line)
-    into.put(None)
 
 
 class Scrapyd:
@@ -104,7 +98,7 @@ class Scrapyd:
         process = subprocess.Popen([sys.executable, "-m", "scrapyd"], cwd=self.directory,
                                    env=self.environment(), stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True)
-        threading.Thread(target=_lines, args=(process.stdout, lines, self.log), daemon=True).start()
+        threading.Thread(target=read_lines, args=(process.stdout, lines, self.log), daemon=True).start()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -309,9 +303,10 @@ def test_a_configuration_error_fails_the_job_with_one_clear_line(
 def test_a_cancelled_job_stops_cleanly_and_leaves_the_pass_to_resume(
         scrapyd: Scrapyd, deployed: dict[str, Any], clean_simulator: SimulatorProcess,
         mysql_url: str) -> None:
-    job = schedule(scrapyd, start_id=1, end_id=20_000,
-                   settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url,
-                             "MAX_REQUESTS_PER_SECOND": "200"})
+    end = 2000  # 10 s at 200/s: cancelled after its first rows, the job stops mid-pass
+    settings = {"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url,
+                "MAX_REQUESTS_PER_SECOND": "200"}
+    job = schedule(scrapyd, start_id=1, end_id=end, settings=settings)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if mysql_query(mysql_url, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s "
@@ -328,5 +323,19 @@ def test_a_cancelled_job_stops_cleanly_and_leaves_the_pass_to_resume(
     assert process_outcome(scrapyd, job) == "finished"
     log = scrapyd.call(finished["log_url"].lstrip("/"))
     assert "Finished (shutdown) in" in log
-    assert re.search(r"Pass 1 is not complete \(\d+ of 20000 ids done; stop reason: shutdown\)", log), log[-2000:]
+    stopped = re.search(rf"Pass 1 is not complete \((\d+) of {end} ids done; stop reason: shutdown\)", log)
+    assert stopped, log[-2000:]
     assert not re.search(r"\] (ERROR|CRITICAL):", log), log[-3000:]
+
+    # The next job resumes the pass where the cancelled one stopped, and completes it.
+    done_before = done_ids(mysql_url)
+    assert len(done_before) == int(stopped[1]) < end
+    sent_before = len(clean_simulator.arrivals())
+    job = schedule(scrapyd, start_id=1, end_id=end, settings=settings)
+    finished = wait_until_finished(scrapyd, job, timeout=60)
+    assert process_outcome(scrapyd, job) == "finished"
+    log = scrapyd.call(finished["log_url"].lstrip("/"))
+    assert f"Resuming pass 1 over ids 1..{end}: {len(done_before)} of {end} already done" in log, log[-2000:]
+    assert "Finished (finished) in" in log
+    assert_resumed(clean_simulator.arrivals()[sent_before:], done_before, end, use_redis=False)
+    assert_pass_complete(mysql_url, end)

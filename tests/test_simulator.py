@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import subprocess
+import sys
 import time
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
@@ -13,6 +16,8 @@ import pytest
 
 from productcrawler.simulator import SimulatorProcess, catalog, shapes
 from productcrawler.simulator.faults import FaultConfig, FaultRule
+from tests.conftest import ROOT
+from tests.helpers import missing_ids, present_ids
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -61,20 +66,18 @@ def get_product(sim: SimulatorProcess, product_id: int | str, timeout: float = 5
     return get(sim, f"/v1/product/{product_id}", timeout, headers)
 
 
-def present_ids(count: int, start: int = 1) -> list[int]:
-    ids = (i for i in range(start, start + 1000) if not catalog.is_missing(i))
-    return [next(ids) for _ in range(count)]
+def first_present_ids(count: int, start: int = 1) -> list[int]:
+    return present_ids(start + 1000, start)[:count]
 
 
-def missing_ids(count: int) -> list[int]:
-    ids = (i for i in range(1, 10_000) if catalog.is_missing(i))
-    return [next(ids) for _ in range(count)]
+def first_missing_ids(count: int) -> list[int]:
+    return missing_ids(10_000)[:count]
 
 
 # --- catalogue -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("product_id", [*present_ids(3), 12_345, 9_999_999, catalog.MAX_PRODUCT_ID])
+@pytest.mark.parametrize("product_id", [*first_present_ids(3), 12_345, 9_999_999, catalog.MAX_PRODUCT_ID])
 def test_product_is_the_catalogue_product(sim: SimulatorProcess, product_id: int) -> None:
     answer = get_product(sim, product_id)
     assert answer.status == 200
@@ -103,7 +106,7 @@ def test_product_looks_like_an_ecommerce_product() -> None:
 def test_about_three_percent_of_ids_are_missing(sim: SimulatorProcess) -> None:
     share = sum(catalog.is_missing(i) for i in range(1, 100_001)) / 100_000
     assert 0.025 < share < 0.035
-    for product_id in missing_ids(3):
+    for product_id in first_missing_ids(3):
         answer = get_product(sim, product_id)
         assert (answer.status, answer.json()) == (404, {"error": "product not found"})
 
@@ -115,7 +118,14 @@ def test_hourly_fields_follow_the_version_and_the_rest_is_stable() -> None:
         assert (old["name"], old["brand"], old["category"]) == (new["name"], new["brand"], new["category"])
     for field in ("price", "stock", "sales_count", "updated_at"):
         assert sum(old[field] != new[field] for old, new in zip(before, after)) > 10, field
-    assert catalog.product(7, VERSION) == catalog.product(7, VERSION)
+    # Deterministic across processes, whatever their hash seed: what another process
+    # (the simulator, a test) computes is what this one computes.
+    script = ("import json, sys; from productcrawler.simulator import catalog; "
+              "print(json.dumps([catalog.product(i, int(sys.argv[1])) for i in range(1, 101)]))")
+    for seed in ("1", "2"):
+        other = subprocess.run([sys.executable, "-c", script, str(VERSION)], capture_output=True, text=True,
+                               env={**os.environ, "PYTHONHASHSEED": seed}, check=True, cwd=ROOT)
+        assert json.loads(other.stdout) == json.loads(json.dumps(before))
 
 
 @pytest.mark.parametrize("raw_id", ["abc", "0", "-1", "1.5", "%EF%BC%91%EF%BC%92", "99999999999999999999999"])
@@ -139,7 +149,7 @@ def test_invalid_id_is_400(sim: SimulatorProcess, raw_id: str) -> None:
 ])
 def test_status_fault_then_the_product(sim: SimulatorProcess, mode: str, status: int,
                                        retry_after: str | None) -> None:
-    product_id = present_ids(1, start=10)[0]
+    product_id = first_present_ids(1, start=10)[0]
     sim.set_faults([f"{mode}={product_id}"])
     answer = get_product(sim, product_id)
     assert answer.status == status
@@ -278,16 +288,16 @@ def test_hostile_payloads(sim: SimulatorProcess) -> None:
 
 def test_rate_limit_answers_429_above_the_cap(sim: SimulatorProcess) -> None:
     sim.set_faults([], rate_limit=5)
-    answers = [get_product(sim, i) for i in present_ids(8)]
+    answers = [get_product(sim, i) for i in first_present_ids(8)]
     assert [a.status for a in answers] == [200] * 5 + [429] * 3
     assert answers[-1].headers["Retry-After"] == "1"
     assert sim.stats()["by_fault"] == {"rate_limited": 3}
     time.sleep(1.05)
-    assert get_product(sim, present_ids(1)[0]).status == 200
+    assert get_product(sim, first_present_ids(1)[0]).status == 200
 
 
 def test_arrivals_record_every_request(sim: SimulatorProcess) -> None:
-    missing = missing_ids(1)[0]
+    missing = first_missing_ids(1)[0]
     sim.set_faults(["503=2"])
     started = time.time()
     for product_id in (1, 2, missing):

@@ -1,12 +1,16 @@
-"""The storage pipeline against the real MySQL: one bad row never sinks its batch."""
+"""The storage pipeline against the real MySQL: one bad row never sinks its batch; batch size and flush interval."""
 
 from __future__ import annotations
 
+import queue
 import re
 import subprocess
 import sys
+import threading
+import time
 
 from tests.conftest import ROOT, crawl_env, mysql_query, run_crawl
+from tests.helpers import read_lines, start_crawl
 
 # A spider that hands the pipeline items directly, one of them out of range
 # for DECIMAL(10,2): cleaning would never let it through, so this is the
@@ -60,3 +64,61 @@ def test_write_batches_are_full_at_a_high_rate(clean_arrival_server, mysql_url):
     assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products")[0][0] == 2400
     batches = int(re.search(r"'productcrawler/db/batches': (\d+)", result.stderr).group(1))
     assert 2400 / batches >= 50, batches
+
+
+# --- DATABASE_BATCH_SIZE and DATABASE_FLUSH_INTERVAL in the real crawl --------------
+
+
+def outcome_rows(url: str) -> int:
+    try:
+        return mysql_query(url, "SELECT (SELECT COUNT(*) FROM products) + (SELECT COUNT(*) FROM crawl_failures)")[0][0]
+    except Exception:  # noqa: BLE001 - the tables may not exist yet
+        return 0
+
+
+def watch_rows(process: subprocess.Popen[str], url: str, output: list[str] | None = None
+               ) -> list[tuple[float, int]]:
+    """(time, outcome rows) at each change while the crawl runs; a batch commits atomically."""
+    changes: list[tuple[float, int]] = []
+    output = [] if output is None else output  # read meanwhile, or the crawl blocks on a full pipe
+    threading.Thread(target=read_lines, args=(process.stdout, queue.Queue(), output), daemon=True).start()
+    while process.poll() is None:
+        rows = outcome_rows(url)
+        if not changes or rows != changes[-1][1]:
+            changes.append((time.monotonic(), rows))
+        time.sleep(0.02)
+    return changes
+
+
+def test_database_batch_size_is_the_most_rows_per_write(clean_simulator, mysql_url):
+    # The single writer drains what is pending in batches of at most DATABASE_BATCH_SIZE
+    # rows (a partial one when it catches up), so 301 outcomes take at least 43 writes.
+    batch, end = 7, 7 * 43
+    process = start_crawl("-a", f"end_id={end}", settings={
+        "API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url, "MAX_REQUESTS_PER_SECOND": 100,
+        "DATABASE_BATCH_SIZE": batch, "DATABASE_FLUSH_INTERVAL": 60})
+    output: list[str] = []
+    watch_rows(process, mysql_url, output)
+    assert process.wait(timeout=60) == 0, "".join(output)[-3000:]
+    assert outcome_rows(mysql_url) == end
+    batches = re.search(r"'productcrawler/db/batches': (\d+)", "".join(output))
+    assert batches is not None, "".join(output)[-3000:]
+    assert int(batches[1]) >= end // batch
+
+
+def test_database_flush_interval_is_the_time_between_writes(clean_simulator, mysql_url):
+    # Batches far larger than the crawl: rows are written only when the interval comes round.
+    interval, end = 1.5, 600
+    process = start_crawl("-a", f"end_id={end}", settings={
+        "API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url, "MAX_REQUESTS_PER_SECOND": 100,
+        "DATABASE_BATCH_SIZE": 100_000, "DATABASE_FLUSH_INTERVAL": interval})
+    changes = watch_rows(process, mysql_url)
+    assert process.wait(timeout=60) == 0
+    assert outcome_rows(mysql_url) == end
+    at = [when for when, rows in changes if 0 < rows < end]
+    gaps = sorted(b - a for a, b in zip(at, at[1:]))
+    assert len(gaps) >= 2, changes
+    # Writes about one interval apart (a write at close, or one draining what came in
+    # during the last, may follow sooner); a loaded machine can only make gaps longer.
+    assert interval * 0.7 <= gaps[len(gaps) // 2] <= interval * 2, gaps
+    assert sum(gap >= interval * 0.7 for gap in gaps) >= 3, gaps

@@ -254,3 +254,19 @@ def test_each_proxy_keeps_to_its_own_rate_under_the_global_cap(clean_simulator, 
         # (in this process) on a loaded machine.
         assert max(times) - min(times) >= 119 / per_proxy * 0.95
         assert max_in_window(times) <= per_proxy * 1.25
+
+
+def test_a_blocked_proxy_answering_403_faster_than_the_api_does_not_stop_the_crawl(
+        clean_simulator, mysql_url, proxies):
+    # The blocked exit IP answers at once while the API takes a second: many
+    # 403s come back before the first product. They are the proxy's (each is
+    # re-sent through another proxy), not the API refusing the key, so the
+    # guard's auth streak must not count them.
+    proxies.set_mode(2, "403")
+    clean_simulator.set_faults(["slow=1-300@*"], slow_delay=1.0)
+    result = run_crawl("-a", "end_id=300", settings=settings_for(clean_simulator, mysql_url, proxies))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Stopping the crawl" not in result.stderr
+    assert_every_id_done(mysql_url, 300)
+    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
+    assert stats[f"productcrawler/proxy/rests/{labels(proxies)[2]}"] >= 1

@@ -24,6 +24,10 @@ product, and a revoked key records no ``failed`` rows. A 404 streak is broken
 only by a product (not by any 200), so that no ``missing`` outcome is written
 while the answers are not products either.
 
+A 403 through a proxy that the proxy middleware re-sends through another
+proxy (productcrawler/proxies/middleware.py) is not counted: it may be the
+proxy's (a blocked exit IP), and the re-send's answer is the one that counts.
+
 When nothing is in flight and a streak is still open (the range ended on it,
 or every other id waits for a retry) there are too few answers to tell a wrong
 configuration from ids that really are missing or forbidden: the held
@@ -124,7 +128,13 @@ class WholesaleFailureGuard:
                 self._release(self._auth, reset=True)
             self._grow(self._not_found, request.url, status)
         elif status in _AUTH_STATUSES:
-            self._grow(self._auth, request.url, status)
+            # Imported here: the proxy middleware's modules install the reactor,
+            # and the crawl command imports this module before Scrapy does.
+            from productcrawler.proxies.middleware import resent_through_another_proxy
+
+            # A blocked proxy's 403 says nothing about API_KEY; the re-send through another proxy will.
+            if not resent_through_another_proxy(request, status):
+                self._grow(self._auth, request.url, status)
 
     def bad_response(self, request: Request, error: BadResponse) -> None:
         if error.reason in NOT_PRODUCT_REASONS:

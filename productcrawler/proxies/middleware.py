@@ -71,6 +71,19 @@ META_SUSPECT = "proxy_suspect"  #: [proxy index, reason] of an unclear failure b
 REDIS_TIMEOUT = 5.0
 
 
+def resent_through_another_proxy(request: Request, status: int) -> bool:
+    """Whether :class:`ProxyMiddleware` re-sends this answer instead of passing it on.
+
+    Such an answer is the proxy's (407) or not yet known to be the id's (a
+    first 403, 429, 502 or 504 through a proxy): answers watched before the
+    middleware sees them (the guard's streaks) must not count it.
+    """
+    meta = request.meta
+    if meta.get(META_PROXY) is None:
+        return False
+    return status in PROXY_FAILURE_STATUSES or (status in UNCLEAR_STATUSES and META_SUSPECT not in meta)
+
+
 class ProxyMiddleware:
     def __init__(self, crawler: Crawler, config: ProxyConfig, book: HealthBook,
                  limiters: list[RateLimiter] | None = None) -> None:

@@ -60,6 +60,7 @@ KEY_TTL = 60.0  # seconds the state outlives its last reserved slot
 REDIS_TIMEOUT = 5.0  # socket connect/read timeout, seconds
 OUTAGE_RETRY_DELAY = 1.0  # seconds between attempts while Redis is unreachable
 OUTAGE_MAX = 30.0  # give up (the request fails) after this long without Redis
+LEAD_MAX = 1.0  # seconds; the most a lease's first slot is put off for a slow round trip
 
 _RECOVERED_FACTOR = """
 local function recovered_factor(s_factor, s_factor_at, now, recovery)
@@ -72,7 +73,8 @@ local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 """
 
 # KEYS[1] bucket hash; ARGV rate, burst, count, recovery_per_second, ttl, pace
-# (this instance's latency-based ceiling, or the rate when it has none).
+# (this instance's latency-based ceiling, or the rate when it has none), lead
+# (seconds: no slot earlier than now + lead, the time the reply takes to be of use).
 # Returns server_now, base, interval, factor as strings (Lua numbers would be
 # truncated to integers on the way out).
 LEASE_SCRIPT = _RECOVERED_FACTOR + """
@@ -80,7 +82,7 @@ local rate, burst, count = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3
 local s = redis.call('HMGET', KEYS[1], 'tat', 'factor', 'factor_at')
 local factor = recovered_factor(s[2], s[3], now, tonumber(ARGV[4]))
 local interval = 1 / math.min(rate * factor, tonumber(ARGV[6]))
-local tat = math.max(tonumber(s[1]) or now, now)
+local tat = math.max(tonumber(s[1]) or now, now + tonumber(ARGV[7]))
 local base = tat - (burst - 1) * interval
 tat = math.ceil((tat + count * interval) * 1000000) / 1000000
 redis.call('HSET', KEYS[1], 'tat', string.format('%.6f', tat))
@@ -152,6 +154,11 @@ class RedisTokenBucket:
         self._lease_size: int = 1  # doubles when a whole lease was used, halves on expiry
         self._expired_since_lease: bool = False
         self._outage_logged: bool = False
+        # The latest lease call's round trip: the next lease starts no sooner
+        # than that after the script runs. Slots granted for the moment the
+        # script ran would be stale on arrival when the reply takes longer than
+        # the late tolerance (a distant Redis): every lease dropped, nothing sent.
+        self._lead: float = 0.0
         self._lease_script = client.register_script(LEASE_SCRIPT)
         self._backoff_script = client.register_script(BACKOFF_SCRIPT)
 
@@ -193,15 +200,16 @@ class RedisTokenBucket:
     async def _lease(self, count: int) -> None:
         args = [repr(self.rate), repr(granting_burst(self.burst)), count,
                 repr(self.policy.recovery_per_second), repr(KEY_TTL),
-                repr(self.rate if self.pace is None else min(self.rate, self.pace))]
+                repr(self.rate if self.pace is None else min(self.rate, self.pace)), repr(self._lead)]
         started = self.clock()
         reply = await self._run(self._lease_script, args)
         received = self.clock()
+        lead, self._lead = self._lead, min(LEAD_MAX, received - started)
         server_now, base, interval, factor = (float(value) for value in reply)
         offset = self._estimate_offset(server_now, started, received)
         self._factor = factor
         tolerance = late_tolerance(interval, self.burst)
-        for slot in Lease(base, interval, count, server_now).slots():
+        for slot in Lease(base, interval, count, server_now + lead).slots():
             # Not clamped to ``received``: a slot that passed while the call was
             # on its way is as stale here as anywhere.
             at = slot - offset

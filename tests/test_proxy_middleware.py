@@ -134,10 +134,12 @@ def test_per_proxy_metrics_by_label_and_none_without_a_pool():
 def test_without_proxy_urls_the_project_chain_has_no_proxy_middleware():
     from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
 
-    from productcrawler.settings import DOWNLOADER_MIDDLEWARES
+    from productcrawler.settings import DOWNLOAD_HANDLERS, DOWNLOADER_MIDDLEWARES
 
     def chain(**settings: object) -> list[str]:
+        # The project's handlers too: the rate limit refuses to start with one that does not pace.
         crawler = get_crawler(ProductSpider, settings_dict={"DOWNLOADER_MIDDLEWARES": DOWNLOADER_MIDDLEWARES,
+                                                            "DOWNLOAD_HANDLERS": DOWNLOAD_HANDLERS,
                                                             **settings})
         return [type(mw).__name__ for mw in DownloaderMiddlewareManager.from_crawler(crawler).middlewares]
 

@@ -16,7 +16,8 @@ Leased slots are written into the shared TAT before anyone uses them: an
 instance that dies with unused slots leaves lost capacity, never extra. The
 script grants with :func:`~.bucket.granting_burst`; a leased slot that has gone
 stale locally (past its :func:`~.bucket.late_tolerance`) is dropped, not sent
-late.
+late; so that a distant Redis's reply is not stale on arrival, a lease starts
+no sooner than the fastest recent round trip after the script runs.
 
 State lives in one hash, ``{REDIS_KEY_PREFIX}:ratelimit:bucket`` (fields
 ``tat``, ``factor``, ``factor_at``, ``backoff_at``, all server seconds), whose
@@ -61,6 +62,7 @@ REDIS_TIMEOUT = 5.0  # socket connect/read timeout, seconds
 OUTAGE_RETRY_DELAY = 1.0  # seconds between attempts while Redis is unreachable
 OUTAGE_MAX = 30.0  # give up (the request fails) after this long without Redis
 LEAD_MAX = 1.0  # seconds; the most a lease's first slot is put off for a slow round trip
+LEAD_CALLS = 8  # the lead is the fastest of this many latest round trips: one slow call moves nothing
 
 _RECOVERED_FACTOR = """
 local function recovered_factor(s_factor, s_factor_at, now, recovery)
@@ -154,11 +156,13 @@ class RedisTokenBucket:
         self._lease_size: int = 1  # doubles when a whole lease was used, halves on expiry
         self._expired_since_lease: bool = False
         self._outage_logged: bool = False
-        # The latest lease call's round trip: the next lease starts no sooner
-        # than that after the script runs. Slots granted for the moment the
-        # script ran would be stale on arrival when the reply takes longer than
-        # the late tolerance (a distant Redis): every lease dropped, nothing sent.
-        self._lead: float = 0.0
+        # Recent lease calls' round trips: the next lease starts no sooner than
+        # the fastest of them after the script runs. Slots granted for the
+        # moment the script ran would be stale on arrival when the reply takes
+        # longer than the late tolerance (a distant Redis): every lease
+        # dropped, nothing sent. The fastest, so that one stalled call does not
+        # push the shared TAT (every instance's slots) ahead.
+        self._round_trips: deque[float] = deque(maxlen=LEAD_CALLS)
         self._lease_script = client.register_script(LEASE_SCRIPT)
         self._backoff_script = client.register_script(BACKOFF_SCRIPT)
 
@@ -200,11 +204,13 @@ class RedisTokenBucket:
     async def _lease(self, count: int) -> None:
         args = [repr(self.rate), repr(granting_burst(self.burst)), count,
                 repr(self.policy.recovery_per_second), repr(KEY_TTL),
-                repr(self.rate if self.pace is None else min(self.rate, self.pace)), repr(self._lead)]
+                repr(self.rate if self.pace is None else min(self.rate, self.pace))]
+        lead = min(self._round_trips, default=0.0)
+        args.append(repr(lead))
         started = self.clock()
         reply = await self._run(self._lease_script, args)
         received = self.clock()
-        lead, self._lead = self._lead, min(LEAD_MAX, received - started)
+        self._round_trips.append(min(LEAD_MAX, received - started))
         server_now, base, interval, factor = (float(value) for value in reply)
         offset = self._estimate_offset(server_now, started, received)
         self._factor = factor

@@ -9,6 +9,7 @@ the crawl's stats (``first_rest_at``) and Redis.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import threading
 import time
@@ -270,3 +271,21 @@ def test_a_blocked_proxy_answering_403_faster_than_the_api_does_not_stop_the_cra
     assert_every_id_done(mysql_url, 300)
     stats = dumped_stats(result.stderr, "productcrawler/proxy/")
     assert stats[f"productcrawler/proxy/rests/{labels(proxies)[2]}"] >= 1
+
+
+def test_an_operators_stop_does_not_wait_for_resting_proxies(clean_simulator, mysql_url, proxies, start):
+    for index in range(3):
+        proxies.set_mode(index, "refuse")
+    crawl = start("-a", "end_id=200", settings=settings_for(clean_simulator, mysql_url, proxies,
+                                                           PROXY_REST_BASE=120, PROXY_REST_MAX=240))
+    give_up = time.monotonic() + 60
+    while not any("All 3 proxies are resting" in line for line in crawl.lines):
+        assert time.monotonic() < give_up, "the crawl never waited for a proxy"
+        time.sleep(0.05)
+    crawl.process.send_signal(signal.SIGINT)
+    stopped = time.monotonic()
+    code, log = crawl.wait(timeout=120)
+    # Before: the stop waited for the first rest to end (60-120 s here, up to PROXY_REST_MAX).
+    assert time.monotonic() - stopped < 15, log[-3000:]
+    assert code == 0, log[-3000:]
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]  # the next run fetches them

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.core.downloader import Downloader
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import sleep
 
 from productcrawler.config import CrawlConfig, burst_for_rate, mask_url
@@ -175,6 +175,10 @@ class ProxyMiddleware:
                            "no id fails meanwhile (logged once; see the %s stat)", len(self.proxies),
                            self.pool.seconds_until_one_is_back(), stat("all_resting_waits"))
         while (proxy := self.pool.choose(avoid)) is None:
+            if not self.crawler.crawling:
+                # An operator's stop must not wait for a rest to end (up to
+                # PROXY_REST_MAX); the spider records nothing for this id.
+                raise IgnoreRequest("the crawl is stopping and no proxy is usable")
             await sleep(min(SYNC_INTERVAL, max(0.01, self.pool.seconds_until_one_is_back())))
         self.stats.inc_value(stat("all_resting_wait_seconds"), time.monotonic() - started, start=0.0)
         return proxy

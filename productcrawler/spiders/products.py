@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
+from scrapy.exceptions import IgnoreRequest
 from w3lib.url import safe_url_string
 
 from productcrawler import signals as signals_
@@ -143,6 +144,8 @@ class ProductsSpider(Spider):
     def on_error(self, failure: Failure) -> list[FailureItem]:
         request = failure.request  # type: ignore[attr-defined]
         error = failure.value
+        if isinstance(error, IgnoreRequest) and not self.crawler.crawling:
+            return []  # dropped by an operator's stop (the proxy pool): the id stays pending
         if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it
             return [self.retry_policy.give_up(request, reason=exception_reason(error), http_status=None)]
         detail = f"{type(error).__name__}: {error}".strip().rstrip(":")

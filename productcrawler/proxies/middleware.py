@@ -38,6 +38,7 @@ from scrapy.utils.asyncio import sleep
 
 from productcrawler.config import CrawlConfig, burst_for_rate, mask_url
 from productcrawler.middlewares.retry import exception_reason
+from productcrawler.proxies import META_ABANDONED
 from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.proxies.pool import ProxyPool, stat
@@ -143,7 +144,7 @@ class ProxyMiddleware:
         avoid = request.meta.pop(META_AVOID, None)
         proxy = self.pool.choose(avoid)
         if proxy is None:
-            proxy = await self._wait_for_a_proxy(avoid)
+            proxy = await self._wait_for_a_proxy(request, avoid)
         if self.limiters is not None:
             await self._wait_for_slot(self.limiters[proxy.index])
         meta = request.meta
@@ -166,7 +167,7 @@ class ProxyMiddleware:
                 return
             # Woken too late (event-loop lag): a new slot, or this one would crowd the next.
 
-    async def _wait_for_a_proxy(self, avoid: int | None) -> Proxy:
+    async def _wait_for_a_proxy(self, request: Request, avoid: int | None) -> Proxy:
         started = time.monotonic()
         self.stats.inc_value(stat("all_resting_waits"))
         if not self._all_resting_logged:
@@ -178,6 +179,7 @@ class ProxyMiddleware:
             if not self.crawler.crawling:
                 # An operator's stop must not wait for a rest to end (up to
                 # PROXY_REST_MAX); the spider records nothing for this id.
+                request.meta[META_ABANDONED] = True
                 raise IgnoreRequest("the crawl is stopping and no proxy is usable")
             await sleep(min(SYNC_INTERVAL, max(0.01, self.pool.seconds_until_one_is_back())))
         self.stats.inc_value(stat("all_resting_wait_seconds"), time.monotonic() - started, start=0.0)

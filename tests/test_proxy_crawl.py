@@ -289,3 +289,19 @@ def test_an_operators_stop_does_not_wait_for_resting_proxies(clean_simulator, my
     assert time.monotonic() - stopped < 15, log[-3000:]
     assert code == 0, log[-3000:]
     assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]  # the next run fetches them
+
+
+def test_proxies_that_all_refuse_their_credentials_stop_the_crawl_with_exit_3(
+        clean_simulator, mysql_url, proxies):
+    # A wrong password in PROXY_URLS: every proxy answers 407 and rests, again
+    # and again. Before, the crawl waited forever with 0 ids done.
+    urls = ",".join(proxies.urls(user=PROXY_USER, password="wrong-pass"))
+    settings = {**settings_for(clean_simulator, mysql_url, proxies), "PROXY_URLS": urls}
+    started = time.monotonic()
+    result = run_crawl("-a", "end_id=200", settings=settings, timeout=120)
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert time.monotonic() - started < 30
+    errors = [line for line in result.stderr.splitlines() if "] ERROR: " in line]
+    assert len(errors) == 1 and "check the credentials in PROXY_URLS" in errors[0], errors
+    assert "wrong-pass" not in result.stderr
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]

@@ -28,6 +28,10 @@ A 403 through a proxy that the proxy middleware re-sends through another
 proxy (productcrawler/proxies/middleware.py) is not counted: it may be the
 proxy's (a blocked exit IP), and the re-send's answer is the one that counts.
 
+The proxy middleware stops the crawl through :meth:`stop_for` when every
+proxy rests after a 407 and none ever answered anything else (wrong
+credentials in ``PROXY_URLS``), rather than waiting for them forever.
+
 When nothing is in flight and a streak is still open (the range ended on it,
 or every other id waits for a retry) there are too few answers to tell a wrong
 configuration from ids that really are missing or forbidden: the held
@@ -66,8 +70,10 @@ logger = logging.getLogger(__name__)
 #: The exit code of a crawl the guard stopped (README, "Exit codes").
 EXIT_CODE = 3
 AUTH, NOT_PRODUCT, NOT_FOUND = "auth", "not_product", "not_found"
+PROXY_AUTH = "proxy_auth"  # tripped by the proxy middleware: stop_for(), not a streak
 #: Finish reasons of a tripped guard, by streak.
-REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak"}
+REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak",
+           PROXY_AUTH: "guard_proxy_auth_failures"}
 NOT_PRODUCT_REASONS = frozenset({"not_a_product", "error_envelope", "id_mismatch"})
 _AUTH_STATUSES = frozenset({401, 403})
 _BAD_RESPONSE_PREFIX = "bad_response/"
@@ -115,6 +121,11 @@ class WholesaleFailureGuard:
         crawler.signals.connect(guard.spider_closed, signal=signals.spider_closed)
         setattr(crawler, _ATTRIBUTE, guard)
         return guard
+
+    @staticmethod
+    def of(crawler: Crawler) -> WholesaleFailureGuard | None:
+        """The crawler's guard, if it has one (GUARD_ENABLED)."""
+        return getattr(crawler, _ATTRIBUTE, None)
 
     # -- watching answers (extension) ------------------------------------------
 
@@ -221,10 +232,16 @@ class WholesaleFailureGuard:
     # -- tripping ----------------------------------------------------------------
 
     def _trip(self, streak: _Streak) -> None:
-        self.tripped = streak.kind
-        reason = REASONS[streak.kind]
+        self.stop_for(streak.kind, self._diagnosis(streak))
+
+    def stop_for(self, kind: str, diagnosis: str) -> None:
+        """Stop the crawl (exit 3) for ``kind`` of REASONS, with one ERROR line; drop held outcomes."""
+        if self.tripped is not None:
+            return
+        self.tripped = kind
+        reason = REASONS[kind]
         logger.error("Stopping the crawl: %s. Nothing was recorded for these ids and no product row "
-                     "was removed; the next run resumes the pass.", self._diagnosis(streak))
+                     "was removed; the next run resumes the pass.", diagnosis)
         self.stats.set_value(stat_keys.EXIT_REASON, reason)
         self._drop_all(f"the guard stopped the crawl ({reason})")
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))

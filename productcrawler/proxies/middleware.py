@@ -35,8 +35,11 @@ from scrapy import signals
 from scrapy.core.downloader import Downloader
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import sleep
+from scrapy.utils.defer import deferred_from_coro
 
+from productcrawler import stat_keys
 from productcrawler.config import CrawlConfig, burst_for_rate, mask_url
+from productcrawler.extensions.guard import PROXY_AUTH, REASONS, WholesaleFailureGuard
 from productcrawler.middlewares.retry import exception_reason
 from productcrawler.proxies import META_ABANDONED
 from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
@@ -97,6 +100,8 @@ class ProxyMiddleware:
         self.pool = ProxyPool(config.proxies, book, config.policy.minimum, crawler.stats, fallback=fallback)
         self.limiters = limiters
         self._all_resting_logged = False
+        self._answered = False  # any answer but a 407 through any proxy, in this run
+        self._stopping = False  # the guard stopped the crawl: waiters give up
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -176,7 +181,9 @@ class ProxyMiddleware:
                            "no id fails meanwhile (logged once; see the %s stat)", len(self.proxies),
                            self.pool.seconds_until_one_is_back(), stat("all_resting_waits"))
         while (proxy := self.pool.choose(avoid)) is None:
-            if not self.crawler.crawling:
+            if not (self._answered or self._stopping) and self.pool.all_refused_credentials():
+                self._stop_for_credentials()
+            if not self.crawler.crawling or self._stopping:
                 # An operator's stop must not wait for a rest to end (up to
                 # PROXY_REST_MAX); the spider records nothing for this id.
                 request.meta[META_ABANDONED] = True
@@ -184,6 +191,20 @@ class ProxyMiddleware:
             await sleep(min(SYNC_INTERVAL, max(0.01, self.pool.seconds_until_one_is_back())))
         self.stats.inc_value(stat("all_resting_wait_seconds"), time.monotonic() - started, start=0.0)
         return proxy
+
+    def _stop_for_credentials(self) -> None:
+        """Every proxy rests after a 407 and none ever answered otherwise: PROXY_URLS is wrong."""
+        self._stopping = True
+        guard = WholesaleFailureGuard.of(self.crawler)
+        diagnosis = (f"every proxy ({len(self.proxies)}) answered 407 Proxy Authentication Required and "
+                     f"none answered anything else; check the credentials in PROXY_URLS "
+                     f"({', '.join(p.shown for p in self.proxies)})")
+        if guard is not None:
+            guard.stop_for(PROXY_AUTH, diagnosis)
+        else:  # GUARD_ENABLED off: still stop (exit 3) rather than wait forever
+            logger.error("Stopping the crawl: %s", diagnosis)
+            self.crawler.stats.set_value(stat_keys.EXIT_REASON, REASONS[PROXY_AUTH])
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=REASONS[PROXY_AUTH]))
 
     # -- answers back ------------------------------------------------------
 
@@ -193,6 +214,8 @@ class ProxyMiddleware:
             return response
         proxy = self.proxies[index]
         status = response.status
+        if status not in PROXY_FAILURE_STATUSES:
+            self._answered = True
         if status in PROXY_FAILURE_STATUSES:
             return self._proxy_failed(request, proxy, f"http_{status}")
         if status in UNCLEAR_STATUSES:
@@ -206,6 +229,7 @@ class ProxyMiddleware:
             return None
         proxy = self.proxies[index]
         reason = exception_reason(exception)
+        self._answered = True  # not a credentials problem (or not only)
         if reason in PROXY_FAILURE_REASONS:
             return self._proxy_failed(request, proxy, reason)
         if reason in UNCLEAR_REASONS:

@@ -274,3 +274,75 @@ def assert_resumed(arrivals: list[tuple], done_before: set[int], end: int, use_r
 def redis_keys(client: Any, prefix: str) -> list[bytes]:
     """Every key under a test's prefix: the pass's keys are ``{prefix}:...`` (the cluster hash tag)."""
     return [key for pattern in (f"{prefix}:*", f"{{{prefix}}}:*") for key in client.scan_iter(pattern)]
+
+
+# --- network faults -------------------------------------------------------------
+
+
+class LaggyTcpProxy:
+    """A TCP proxy that delays every byte by ``delay`` seconds each way (a distant Redis, say).
+
+    Listens on port 0; a thread per direction forwards each chunk once it is
+    ``delay`` old, in order. Use as a context manager.
+    """
+
+    def __init__(self, target_host: str, target_port: int, delay: float) -> None:
+        import socket
+        import threading
+
+        self.target = (target_host, target_port)
+        self.delay = delay
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._sockets: list[Any] = []
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+
+    def __enter__(self) -> LaggyTcpProxy:
+        self._threads[0].start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._listener.close()
+        for sock in list(self._sockets):
+            sock.close()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            self._sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    def _pipe(self, source: Any, sink: Any) -> None:
+        import queue
+        import threading
+
+        chunks: queue.Queue[tuple[float, bytes]] = queue.Queue()
+
+        def send() -> None:
+            while True:
+                due, data = chunks.get()
+                if not data:
+                    return
+                time.sleep(max(0.0, due - time.monotonic()))
+                try:
+                    sink.sendall(data)
+                except OSError:
+                    return
+
+        threading.Thread(target=send, daemon=True).start()
+        while True:
+            try:
+                data = source.recv(65536)
+            except OSError:
+                data = b""
+            chunks.put((time.monotonic() + self.delay, data))
+            if not data:
+                return

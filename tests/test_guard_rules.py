@@ -134,3 +134,17 @@ def test_guard_enabled_switch() -> None:
         make_guard(GUARD_ENABLED=False)
     with pytest.raises(ConfigError, match="GUARD_ENABLED='maybe' is not a boolean"):
         make_guard(GUARD_ENABLED="maybe")
+
+
+def test_a_403_through_a_proxy_counts_only_once_another_proxy_got_it_too() -> None:
+    # The proxy middleware re-sends a first 403 through another proxy (a blocked
+    # exit IP answers 403 to everything): only the compared answer is the API's.
+    guard = make_guard(GUARD_AUTH_FAILURES=3)
+    for product_id in range(1, 10):
+        request = Request(URL.format(product_id), meta={"proxy_index": 0})
+        guard.response_downloaded(Response(request.url, status=403, request=request), request)
+    assert guard.tripped is None
+    for product_id in range(1, 4):
+        request = Request(URL.format(product_id), meta={"proxy_index": 1, "proxy_suspect": [0, "http_403"]})
+        guard.response_downloaded(Response(request.url, status=403, request=request), request)
+    assert guard.tripped == "auth"

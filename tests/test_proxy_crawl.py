@@ -9,6 +9,7 @@ the crawl's stats (``first_rest_at``) and Redis.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import threading
 import time
@@ -254,3 +255,53 @@ def test_each_proxy_keeps_to_its_own_rate_under_the_global_cap(clean_simulator, 
         # (in this process) on a loaded machine.
         assert max(times) - min(times) >= 119 / per_proxy * 0.95
         assert max_in_window(times) <= per_proxy * 1.25
+
+
+def test_a_blocked_proxy_answering_403_faster_than_the_api_does_not_stop_the_crawl(
+        clean_simulator, mysql_url, proxies):
+    # The blocked exit IP answers at once while the API takes a second: many
+    # 403s come back before the first product. They are the proxy's (each is
+    # re-sent through another proxy), not the API refusing the key, so the
+    # guard's auth streak must not count them.
+    proxies.set_mode(2, "403")
+    clean_simulator.set_faults(["slow=1-300@*"], slow_delay=1.0)
+    result = run_crawl("-a", "end_id=300", settings=settings_for(clean_simulator, mysql_url, proxies))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Stopping the crawl" not in result.stderr
+    assert_every_id_done(mysql_url, 300)
+    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
+    assert stats[f"productcrawler/proxy/rests/{labels(proxies)[2]}"] >= 1
+
+
+def test_an_operators_stop_does_not_wait_for_resting_proxies(clean_simulator, mysql_url, proxies, start):
+    for index in range(3):
+        proxies.set_mode(index, "refuse")
+    crawl = start("-a", "end_id=200", settings=settings_for(clean_simulator, mysql_url, proxies,
+                                                           PROXY_REST_BASE=120, PROXY_REST_MAX=240))
+    give_up = time.monotonic() + 60
+    while not any("All 3 proxies are resting" in line for line in crawl.lines):
+        assert time.monotonic() < give_up, "the crawl never waited for a proxy"
+        time.sleep(0.05)
+    crawl.process.send_signal(signal.SIGINT)
+    stopped = time.monotonic()
+    code, log = crawl.wait(timeout=120)
+    # Before: the stop waited for the first rest to end (60-120 s here, up to PROXY_REST_MAX).
+    assert time.monotonic() - stopped < 15, log[-3000:]
+    assert code == 0, log[-3000:]
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]  # the next run fetches them
+
+
+def test_proxies_that_all_refuse_their_credentials_stop_the_crawl_with_exit_3(
+        clean_simulator, mysql_url, proxies):
+    # A wrong password in PROXY_URLS: every proxy answers 407 and rests, again
+    # and again. Before, the crawl waited forever with 0 ids done.
+    urls = ",".join(proxies.urls(user=PROXY_USER, password="wrong-pass"))
+    settings = {**settings_for(clean_simulator, mysql_url, proxies), "PROXY_URLS": urls}
+    started = time.monotonic()
+    result = run_crawl("-a", "end_id=200", settings=settings, timeout=120)
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert time.monotonic() - started < 30
+    errors = [line for line in result.stderr.splitlines() if "] ERROR: " in line]
+    assert len(errors) == 1 and "check the credentials in PROXY_URLS" in errors[0], errors
+    assert "wrong-pass" not in result.stderr
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]

@@ -137,6 +137,7 @@ def test_without_proxy_urls_the_project_chain_has_no_proxy_middleware():
     from productcrawler.settings import DOWNLOAD_HANDLERS, DOWNLOADER_MIDDLEWARES
 
     def chain(**settings: object) -> list[str]:
+        # The project's handlers too: the rate limit refuses to start with one that does not pace.
         crawler = get_crawler(ProductSpider, settings_dict={"DOWNLOADER_MIDDLEWARES": DOWNLOADER_MIDDLEWARES,
                                                             "DOWNLOAD_HANDLERS": DOWNLOAD_HANDLERS,
                                                             **settings})

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import subprocess
 
+from scrapy.settings import Settings
+
 from productcrawler.config import CrawlConfig
 from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, run_crawl
 from tests.windows import max_in_window
@@ -23,7 +25,7 @@ STALLS = {"EXTENSIONS": '{"tests.stall_extension.ReactorStall": 0}', "STALL_EVER
 
 
 def burst(cap: float) -> float:
-    return CrawlConfig.from_settings({"MAX_REQUESTS_PER_SECOND": cap}).rate_limit_burst
+    return CrawlConfig.from_settings(Settings({"MAX_REQUESTS_PER_SECOND": cap})).rate_limit_burst
 
 
 def assert_within_bounds(times: list[float], cap: float, ids: int) -> None:

@@ -7,6 +7,7 @@ import logging
 import random
 import threading
 import time
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -15,6 +16,7 @@ from productcrawler.ratelimit import RedisTokenBucket, Reservation
 from productcrawler.ratelimit import redis_bucket as redis_bucket_module
 from productcrawler.ratelimit.redis_bucket import KEY_TTL, ping
 from tests.conftest import REDIS_URL
+from tests.helpers import LaggyTcpProxy
 from tests.windows import max_in_window
 
 
@@ -190,3 +192,37 @@ def test_leases_grow_while_every_slot_gets_used(prefix: str) -> None:
 
     bucket = asyncio.run(main())
     assert bucket.redis_calls < 300 / 10, bucket.redis_calls
+
+
+def test_a_distant_redis_still_gets_requests_sent_within_the_cap(prefix: str) -> None:
+    # 20 ms each way (Redis in another region): a lease's first slots were
+    # granted for the moment the script ran, 40 ms stale on arrival, past the
+    # late tolerance (9 ms at 500/s), and every lease was dropped: nothing sent, ever.
+    rate, burst = 500, 10
+    sends: list[float] = []
+
+    async def main(url: str) -> None:
+        bucket = RedisTokenBucket.from_url(url, key_prefix=prefix, rate=rate, burst=burst)
+        stop = time.monotonic() + 2
+
+        async def worker() -> None:
+            while time.monotonic() < stop:
+                reservation = await bucket.acquire()
+                await asyncio.sleep(max(0.0, reservation.at - time.monotonic()))
+                now = time.monotonic()
+                if now <= reservation.deadline:  # what the download handler sends
+                    sends.append(now)
+
+        try:
+            await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(32))), 5)
+        except TimeoutError:
+            pass  # a worker that never got a usable slot
+        await bucket.close()
+
+    redis_at = urlsplit(REDIS_URL)
+    with LaggyTcpProxy(redis_at.hostname or "127.0.0.1", redis_at.port or 6379, delay=0.02) as proxy:
+        asyncio.run(main(f"redis://127.0.0.1:{proxy.port}{redis_at.path}"))
+    # One lease (10 slots) per 40 ms round trip: about 250/s; 0 before the fix.
+    assert len(sends) >= 200, len(sends)
+    assert max_in_window(sends) <= rate + burst
+    assert max_in_window(sends, 0.1) <= rate / 10 + burst

@@ -24,6 +24,14 @@ product, and a revoked key records no ``failed`` rows. A 404 streak is broken
 only by a product (not by any 200), so that no ``missing`` outcome is written
 while the answers are not products either.
 
+A 403 through a proxy that the proxy middleware re-sends through another
+proxy (productcrawler/proxies/middleware.py) is not counted: it may be the
+proxy's (a blocked exit IP), and the re-send's answer is the one that counts.
+
+The proxy middleware stops the crawl through :meth:`stop_for` when every
+proxy rests after a 407 and none ever answered anything else (wrong
+credentials in ``PROXY_URLS``), rather than waiting for them forever.
+
 When nothing is in flight and a streak is still open (the range ended on it,
 or every other id waits for a retry) there are too few answers to tell a wrong
 configuration from ids that really are missing or forbidden: the held
@@ -62,8 +70,10 @@ logger = logging.getLogger(__name__)
 #: The exit code of a crawl the guard stopped (README, "Exit codes").
 EXIT_CODE = 3
 AUTH, NOT_PRODUCT, NOT_FOUND = "auth", "not_product", "not_found"
+PROXY_AUTH = "proxy_auth"  # tripped by the proxy middleware: stop_for(), not a streak
 #: Finish reasons of a tripped guard, by streak.
-REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak"}
+REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak",
+           PROXY_AUTH: "guard_proxy_auth_failures"}
 NOT_PRODUCT_REASONS = frozenset({"not_a_product", "error_envelope", "id_mismatch"})
 _AUTH_STATUSES = frozenset({401, 403})
 _BAD_RESPONSE_PREFIX = "bad_response/"
@@ -112,6 +122,11 @@ class WholesaleFailureGuard:
         setattr(crawler, _ATTRIBUTE, guard)
         return guard
 
+    @staticmethod
+    def of(crawler: Crawler) -> WholesaleFailureGuard | None:
+        """The crawler's guard, if it has one (GUARD_ENABLED)."""
+        return getattr(crawler, _ATTRIBUTE, None)
+
     # -- watching answers (extension) ------------------------------------------
 
     def response_downloaded(self, response: Response, request: Request) -> None:
@@ -124,7 +139,13 @@ class WholesaleFailureGuard:
                 self._release(self._auth, reset=True)
             self._grow(self._not_found, request.url, status)
         elif status in _AUTH_STATUSES:
-            self._grow(self._auth, request.url, status)
+            # Imported here: the proxy middleware's modules install the reactor,
+            # and the crawl command imports this module before Scrapy does.
+            from productcrawler.proxies.middleware import resent_through_another_proxy
+
+            # A blocked proxy's 403 says nothing about API_KEY; the re-send through another proxy will.
+            if not resent_through_another_proxy(request, status):
+                self._grow(self._auth, request.url, status)
 
     def bad_response(self, request: Request, error: BadResponse) -> None:
         if error.reason in NOT_PRODUCT_REASONS:
@@ -211,10 +232,16 @@ class WholesaleFailureGuard:
     # -- tripping ----------------------------------------------------------------
 
     def _trip(self, streak: _Streak) -> None:
-        self.tripped = streak.kind
-        reason = REASONS[streak.kind]
+        self.stop_for(streak.kind, self._diagnosis(streak))
+
+    def stop_for(self, kind: str, diagnosis: str) -> None:
+        """Stop the crawl (exit 3) for ``kind`` of REASONS, with one ERROR line; drop held outcomes."""
+        if self.tripped is not None:
+            return
+        self.tripped = kind
+        reason = REASONS[kind]
         logger.error("Stopping the crawl: %s. Nothing was recorded for these ids and no product row "
-                     "was removed; the next run resumes the pass.", self._diagnosis(streak))
+                     "was removed; the next run resumes the pass.", diagnosis)
         self.stats.set_value(stat_keys.EXIT_REASON, reason)
         self._drop_all(f"the guard stopped the crawl ({reason})")
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))

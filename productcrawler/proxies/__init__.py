@@ -7,3 +7,7 @@ which rest); ``middleware`` applies it to requests; ``metrics`` exports the
 per-proxy stats to Prometheus. (Nothing is imported here: the crawl command
 reads ``config`` before the reactor is installed.)
 """
+
+#: Meta key set on a request the proxy middleware gave up on because the crawl
+#: is stopping: no outcome is recorded for its id (the next run fetches it).
+META_ABANDONED = "proxy_abandoned"

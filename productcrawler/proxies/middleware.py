@@ -33,11 +33,15 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.core.downloader import Downloader
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import sleep
+from scrapy.utils.defer import deferred_from_coro
 
+from productcrawler import stat_keys
 from productcrawler.config import burst_for_rate, crawl_config, mask_url
+from productcrawler.extensions.guard import PROXY_AUTH, REASONS, WholesaleFailureGuard
 from productcrawler.middlewares.retry import exception_reason
+from productcrawler.proxies import META_ABANDONED
 from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.proxies.pool import ProxyPool, stat
@@ -71,6 +75,19 @@ META_SUSPECT = "proxy_suspect"  #: [proxy index, reason] of an unclear failure b
 REDIS_TIMEOUT = 5.0
 
 
+def resent_through_another_proxy(request: Request, status: int) -> bool:
+    """Whether :class:`ProxyMiddleware` re-sends this answer instead of passing it on.
+
+    Such an answer is the proxy's (407) or not yet known to be the id's (a
+    first 403, 429, 502 or 504 through a proxy): answers watched before the
+    middleware sees them (the guard's streaks) must not count it.
+    """
+    meta = request.meta
+    if meta.get(META_PROXY) is None:
+        return False
+    return status in PROXY_FAILURE_STATUSES or (status in UNCLEAR_STATUSES and META_SUSPECT not in meta)
+
+
 class ProxyMiddleware:
     def __init__(self, crawler: Crawler, config: ProxyConfig, book: HealthBook,
                  limiters: list[RateLimiter] | None = None) -> None:
@@ -83,6 +100,8 @@ class ProxyMiddleware:
         self.pool = ProxyPool(config.proxies, book, config.policy.minimum, crawler.stats, fallback=fallback)
         self.limiters = limiters
         self._all_resting_logged = False
+        self._answered = False  # any answer but a 407 through any proxy, in this run
+        self._stopping = False  # the guard stopped the crawl: waiters give up
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -130,7 +149,7 @@ class ProxyMiddleware:
         avoid = request.meta.pop(META_AVOID, None)
         proxy = self.pool.choose(avoid)
         if proxy is None:
-            proxy = await self._wait_for_a_proxy(avoid)
+            proxy = await self._wait_for_a_proxy(request, avoid)
         if self.limiters is not None:
             await self._wait_for_slot(self.limiters[proxy.index])
         meta = request.meta
@@ -153,7 +172,7 @@ class ProxyMiddleware:
                 return
             # Woken too late (event-loop lag): a new slot, or this one would crowd the next.
 
-    async def _wait_for_a_proxy(self, avoid: int | None) -> Proxy:
+    async def _wait_for_a_proxy(self, request: Request, avoid: int | None) -> Proxy:
         started = time.monotonic()
         self.stats.inc_value(stat("all_resting_waits"))
         if not self._all_resting_logged:
@@ -162,9 +181,30 @@ class ProxyMiddleware:
                            "no id fails meanwhile (logged once; see the %s stat)", len(self.proxies),
                            self.pool.seconds_until_one_is_back(), stat("all_resting_waits"))
         while (proxy := self.pool.choose(avoid)) is None:
+            if not (self._answered or self._stopping) and self.pool.all_refused_credentials():
+                self._stop_for_credentials()
+            if not self.crawler.crawling or self._stopping:
+                # An operator's stop must not wait for a rest to end (up to
+                # PROXY_REST_MAX); the spider records nothing for this id.
+                request.meta[META_ABANDONED] = True
+                raise IgnoreRequest("the crawl is stopping and no proxy is usable")
             await sleep(min(SYNC_INTERVAL, max(0.01, self.pool.seconds_until_one_is_back())))
         self.stats.inc_value(stat("all_resting_wait_seconds"), time.monotonic() - started, start=0.0)
         return proxy
+
+    def _stop_for_credentials(self) -> None:
+        """Every proxy rests after a 407 and none ever answered otherwise: PROXY_URLS is wrong."""
+        self._stopping = True
+        guard = WholesaleFailureGuard.of(self.crawler)
+        diagnosis = (f"every proxy ({len(self.proxies)}) answered 407 Proxy Authentication Required and "
+                     f"none answered anything else; check the credentials in PROXY_URLS "
+                     f"({', '.join(p.shown for p in self.proxies)})")
+        if guard is not None:
+            guard.stop_for(PROXY_AUTH, diagnosis)
+        else:  # GUARD_ENABLED off: still stop (exit 3) rather than wait forever
+            logger.error("Stopping the crawl: %s", diagnosis)
+            self.crawler.stats.set_value(stat_keys.EXIT_REASON, REASONS[PROXY_AUTH])
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=REASONS[PROXY_AUTH]))
 
     # -- answers back ------------------------------------------------------
 
@@ -174,6 +214,8 @@ class ProxyMiddleware:
             return response
         proxy = self.proxies[index]
         status = response.status
+        if status not in PROXY_FAILURE_STATUSES:
+            self._answered = True
         if status in PROXY_FAILURE_STATUSES:
             return self._proxy_failed(request, proxy, f"http_{status}")
         if status in UNCLEAR_STATUSES:
@@ -187,6 +229,7 @@ class ProxyMiddleware:
             return None
         proxy = self.proxies[index]
         reason = exception_reason(exception)
+        self._answered = True  # not a credentials problem (or not only)
         if reason in PROXY_FAILURE_REASONS:
             return self._proxy_failed(request, proxy, reason)
         if reason in UNCLEAR_REASONS:

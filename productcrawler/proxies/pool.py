@@ -91,6 +91,10 @@ class ProxyPool:
             self._probe_sent[index] = now
         return self.proxies[index]
 
+    def all_refused_credentials(self) -> bool:
+        """Every proxy's last failure seen here was a 407 (a rest from another instance: unknown)."""
+        return all(reason == "http_407" for reason in self._last_reason)
+
     def seconds_until_one_is_back(self) -> float:
         now = self.clock()
         return max(0.0, min(h.rest_until for h in self.health) - now)

@@ -16,7 +16,8 @@ Leased slots are written into the shared TAT before anyone uses them: an
 instance that dies with unused slots leaves lost capacity, never extra. The
 script grants with :func:`~.bucket.granting_burst`; a leased slot that has gone
 stale locally (past its :func:`~.bucket.late_tolerance`) is dropped, not sent
-late.
+late; so that a distant Redis's reply is not stale on arrival, a lease starts
+no sooner than the fastest recent round trip after the script runs.
 
 State lives in one hash, ``{REDIS_KEY_PREFIX}:ratelimit:bucket`` (fields
 ``tat``, ``factor``, ``factor_at``, ``backoff_at``, all server seconds), whose
@@ -60,6 +61,8 @@ KEY_TTL = 60.0  # seconds the state outlives its last reserved slot
 REDIS_TIMEOUT = 5.0  # socket connect/read timeout, seconds
 OUTAGE_RETRY_DELAY = 1.0  # seconds between attempts while Redis is unreachable
 OUTAGE_MAX = 30.0  # give up (the request fails) after this long without Redis
+LEAD_MAX = 1.0  # seconds; the most a lease's first slot is put off for a slow round trip
+LEAD_CALLS = 8  # the lead is the fastest of this many latest round trips: one slow call moves nothing
 
 _RECOVERED_FACTOR = """
 local function recovered_factor(s_factor, s_factor_at, now, recovery)
@@ -72,7 +75,8 @@ local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 """
 
 # KEYS[1] bucket hash; ARGV rate, burst, count, recovery_per_second, ttl, pace
-# (this instance's latency-based ceiling, or the rate when it has none).
+# (this instance's latency-based ceiling, or the rate when it has none), lead
+# (seconds: no slot earlier than now + lead, the time the reply takes to be of use).
 # Returns server_now, base, interval, factor as strings (Lua numbers would be
 # truncated to integers on the way out).
 LEASE_SCRIPT = _RECOVERED_FACTOR + """
@@ -80,7 +84,7 @@ local rate, burst, count = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3
 local s = redis.call('HMGET', KEYS[1], 'tat', 'factor', 'factor_at')
 local factor = recovered_factor(s[2], s[3], now, tonumber(ARGV[4]))
 local interval = 1 / math.min(rate * factor, tonumber(ARGV[6]))
-local tat = math.max(tonumber(s[1]) or now, now)
+local tat = math.max(tonumber(s[1]) or now, now + tonumber(ARGV[7]))
 local base = tat - (burst - 1) * interval
 tat = math.ceil((tat + count * interval) * 1000000) / 1000000
 redis.call('HSET', KEYS[1], 'tat', string.format('%.6f', tat))
@@ -152,6 +156,13 @@ class RedisTokenBucket:
         self._lease_size: int = 1  # doubles when a whole lease was used, halves on expiry
         self._expired_since_lease: bool = False
         self._outage_logged: bool = False
+        # Recent lease calls' round trips: the next lease starts no sooner than
+        # the fastest of them after the script runs. Slots granted for the
+        # moment the script ran would be stale on arrival when the reply takes
+        # longer than the late tolerance (a distant Redis): every lease
+        # dropped, nothing sent. The fastest, so that one stalled call does not
+        # push the shared TAT (every instance's slots) ahead.
+        self._round_trips: deque[float] = deque(maxlen=LEAD_CALLS)
         self._lease_script = client.register_script(LEASE_SCRIPT)
         self._backoff_script = client.register_script(BACKOFF_SCRIPT)
 
@@ -194,14 +205,17 @@ class RedisTokenBucket:
         args = [repr(self.rate), repr(granting_burst(self.burst)), count,
                 repr(self.policy.recovery_per_second), repr(KEY_TTL),
                 repr(self.rate if self.pace is None else min(self.rate, self.pace))]
+        lead = min(self._round_trips, default=0.0)
+        args.append(repr(lead))
         started = self.clock()
         reply = await self._run(self._lease_script, args)
         received = self.clock()
+        self._round_trips.append(min(LEAD_MAX, received - started))
         server_now, base, interval, factor = (float(value) for value in reply)
         offset = self._estimate_offset(server_now, started, received)
         self._factor = factor
         tolerance = late_tolerance(interval, self.burst)
-        for slot in Lease(base, interval, count, server_now).slots():
+        for slot in Lease(base, interval, count, server_now + lead).slots():
             # Not clamped to ``received``: a slot that passed while the call was
             # on its way is as stale here as anywhere.
             at = slot - offset

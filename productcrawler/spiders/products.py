@@ -24,6 +24,7 @@ from productcrawler.config import CrawlConfig, crawl_config
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.middlewares.retry import exception_reason, known_reason
 from productcrawler.passes import ledger_for
+from productcrawler.proxies import META_ABANDONED
 from productcrawler.retry_policy import RetryPolicy
 from productcrawler.storage.database import utcnow
 
@@ -142,6 +143,8 @@ class ProductsSpider(Spider):
     def on_error(self, failure: Failure) -> list[FailureItem]:
         request = failure.request  # type: ignore[attr-defined]
         error = failure.value
+        if request.meta.get(META_ABANDONED):
+            return []  # given up by the proxy pool on an operator's stop: the id stays pending
         if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it
             return [self.retry_policy.give_up(request, reason=exception_reason(error), http_status=None)]
         detail = f"{type(error).__name__}: {error}".strip().rstrip(":")

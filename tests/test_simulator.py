@@ -196,14 +196,19 @@ def test_retry_after_can_be_changed_at_runtime(sim: SimulatorProcess) -> None:
 
 
 def test_slow_answers_normally_after_the_delay(sim: SimulatorProcess) -> None:
+    # Only the first attempt is slow. Judged from the arrival record's fault
+    # and from a ratio within this run (the best of three later answers against
+    # the slow one), not from a budget a loaded machine can overrun.
     sim.set_faults(["slow=5"])
-    started = time.monotonic()
-    answer = get_product(sim, 5)
-    assert time.monotonic() - started >= 0.3
-    assert answer.json() == catalog.product(5, VERSION)
-    started = time.monotonic()
-    get_product(sim, 5)
-    assert time.monotonic() - started < 0.3
+    elapsed = []
+    for _ in range(4):
+        started = time.monotonic()
+        answer = get_product(sim, 5)
+        elapsed.append(time.monotonic() - started)
+        assert answer.json() == catalog.product(5, VERSION)
+    assert elapsed[0] >= 0.3
+    assert min(elapsed[1:]) < elapsed[0] / 2, elapsed
+    assert [(a[1], a[3]) for a in sim.arrivals()] == [(5, "slow"), (5, ""), (5, ""), (5, "")]
 
 
 def test_hang_never_answers(sim: SimulatorProcess) -> None:

@@ -257,7 +257,7 @@ def test_a_retry_waiting_in_redis_survives_kill_9_of_its_instance_and_is_sent_at
     threading.Thread(target=read_lines, args=(other.stdout, queue.Queue(), other_log), daemon=True).start()
     client = redis.Redis.from_url(REDIS_URL)
     try:
-        delayed = f"{redis_prefix}:products:pass:1:delayed"
+        delayed = f"{{{redis_prefix}}}:products:pass:1:delayed"
         while not any("Joined pass 1 " in line for line in other_log) or time.time() < first[0] + 3:
             assert other.poll() is None and time.monotonic() < deadline, "".join(other_log)[-3000:]
             time.sleep(0.1)

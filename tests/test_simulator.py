@@ -383,7 +383,7 @@ def test_a_bad_command_line_fails_to_start() -> None:
 
 
 def test_default_shape_is_the_articles_id_shape(sim: SimulatorProcess) -> None:
-    product_id = present_ids(1)[0]
+    product_id = first_present_ids(1)[0]
     item = get_product(sim, product_id).json()
     assert item["id"] == product_id and "product_id" not in item
 
@@ -393,7 +393,7 @@ def test_default_shape_is_the_articles_id_shape(sim: SimulatorProcess) -> None:
     ("shopify", ("product", "id")),
 ])
 def test_shapes_can_be_chosen_at_runtime(sim: SimulatorProcess, shape: str, path_to_id: tuple[str, ...]) -> None:
-    product_id = present_ids(1)[0]
+    product_id = first_present_ids(1)[0]
     sim.set_faults([], shape=shape)
     answer = get_product(sim, product_id).json()
     assert answer == shapes.shaped(catalog.product(product_id, VERSION), shape)
@@ -405,7 +405,7 @@ def test_shapes_can_be_chosen_at_runtime(sim: SimulatorProcess, shape: str, path
 
 
 def test_an_api_key_is_required_once_set(sim: SimulatorProcess) -> None:
-    product_id = present_ids(1)[0]
+    product_id = first_present_ids(1)[0]
     sim.set_faults([], api_key="right")
     assert get_product(sim, product_id).status == 401
     assert get_product(sim, product_id, headers={"Authorization": "Bearer wrong"}).status == 401
@@ -414,7 +414,7 @@ def test_an_api_key_is_required_once_set(sim: SimulatorProcess) -> None:
 
 
 def test_revoke_after_answers_401_to_every_later_request(sim: SimulatorProcess) -> None:
-    ids = present_ids(5)
+    ids = first_present_ids(5)
     sim.set_faults([], revoke_after=3)
     assert [get_product(sim, i).status for i in ids] == [200, 200, 200, 401, 401]
     assert sim.stats()["by_fault"] == {"revoked": 2}

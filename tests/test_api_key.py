@@ -20,7 +20,7 @@ import redis
 
 from productcrawler.simulator import catalog
 from tests.conftest import CATALOG_VERSION, REDIS_URL
-from tests.helpers import assert_pass_complete, finish, start_crawl
+from tests.helpers import assert_pass_complete, finish, redis_keys, start_crawl
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -88,7 +88,7 @@ def api() -> Iterator[RecordingApi]:
 def values_under(client: redis.Redis, prefix: str) -> list[bytes]:
     """Every key name and stored value under ``prefix``, whatever the key's type."""
     found: list[bytes] = []
-    for key in client.scan_iter(f"{prefix}*", count=1000):
+    for key in redis_keys(client, prefix):  # the pass's keys are "{prefix}:..." (hash tag)
         found.append(key)
         kind = client.type(key)
         if kind == b"string":
@@ -117,7 +117,7 @@ def test_api_key_is_sent_as_bearer_at_send_time_and_never_stored_in_redis_or_log
             stored = b"\n".join(values_under(client, redis_prefix))
             assert SECRET.encode() not in stored
             looks += 1
-            if client.zcard(f"{redis_prefix}:products:pass:1:delayed"):
+            if client.zcard(f"{{{redis_prefix}}}:products:pass:1:delayed"):
                 while_waiting += 1
             time.sleep(0.05)
     finally:

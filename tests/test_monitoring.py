@@ -29,6 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from productcrawler.simulator import catalog
 from tests.conftest import MYSQL, REDIS_URL, ROOT, crawl_command, crawl_env
+from tests.helpers import redis_keys
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -209,7 +210,7 @@ def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
         connection.cursor().execute(f"DROP DATABASE IF EXISTS {database}")
         connection.close()
         client = redis.Redis.from_url(REDIS_URL)
-        keys = list(client.scan_iter(f"{prefix}*", count=1000))
+        keys = redis_keys(client, prefix)
         if keys:
             client.delete(*keys)
         client.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 import shutil
 import subprocess
 import time
@@ -31,9 +32,12 @@ from redis.cluster import RedisCluster
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-MARIADB_TLS_PORT = 27306
-REDIS_TLS_PORT = 27379
-CLUSTER_PORTS = (27001, 27002, 27003)
+#: Moves every port by this much, so that two checkouts can run the suite at once
+#: on one machine (the default, 0, is what CI and the README use).
+_OFFSET = int(os.environ.get("TEST_SERVER_PORT_OFFSET", "0"))
+MARIADB_TLS_PORT = 27306 + _OFFSET
+REDIS_TLS_PORT = 27379 + _OFFSET
+CLUSTER_PORTS = tuple(port + _OFFSET for port in (27001, 27002, 27003))
 #: Cluster bus ports (Redis's default, port + 10000, is outside our range).
 CLUSTER_BUS_OFFSET = 100
 MARIADB_USER, MARIADB_PASSWORD = "crawler", "tls-db-secret"

@@ -20,7 +20,7 @@ from productcrawler.simulator import catalog
 from productcrawler.storage.database import DatabaseTarget, ensure_schema
 from tests.conftest import ROOT, crawl_env, mysql_query, run_crawl
 from tests.helpers import start_crawl, wait_for
-from tests.servers import MARIADB_PASSWORD, REDIS_PASSWORD
+from tests.servers import CLUSTER_PORTS, MARIADB_PASSWORD, REDIS_PASSWORD
 
 SECRET = "s3cr3t-pw"
 TLS_END = 1000
@@ -267,7 +267,7 @@ def test_a_crawl_on_redis_cluster_survives_kill_9_and_stores_every_product(clean
 
 
 @pytest.mark.parametrize(("url", "words"), [
-    ("redis://127.0.0.1:27001/0", ["is a node of a Redis Cluster", "redis+cluster://"]),
+    (f"redis://127.0.0.1:{CLUSTER_PORTS[0]}/0", ["is a node of a Redis Cluster", "redis+cluster://"]),
     ("redis+cluster://127.0.0.1:6379", ["cannot reach Redis", "Cluster mode is not enabled"]),
 ], ids=["plain-url-to-a-cluster", "cluster-url-to-a-single-server"])
 def test_a_url_of_the_wrong_kind_for_the_server_fails_at_start(tmp_path, redis_cluster, url, words):

@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RETRY_DELAY_META = "retry_delay"
+#: Request meta key: the same attempt sent again at once from this instance (a proxy
+#: failure's re-send); the scheduler keeps it rather than give its id back to the pass.
+RESEND_NOW = "resend_now"
 
 
 class RetryPolicy:

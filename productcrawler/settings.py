@@ -97,7 +97,7 @@ RETRY_HTTP_CODES = [408, 429, *range(500, 600)]
 RETRY_GIVE_UP_LOG_LEVEL = "DEBUG"
 
 # Local or Redis-backed by REDIS_URL; retries wait there, not in a downloader slot.
-SCHEDULER = "productcrawler.schedulers.PassScheduler"
+SCHEDULER = "productcrawler.passes.scheduler.PassScheduler"
 # The pass ledger hands out each id once; a fingerprint set would grow with the range.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 

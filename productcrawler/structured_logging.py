@@ -30,6 +30,7 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from productcrawler.config import ConfigError
+from productcrawler.passes import built_pass
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -72,16 +73,11 @@ class CrawlFields(logging.Filter):
         args = record.args
         if isinstance(args, Mapping):
             self._request_fields(record, args)
-        spider = getattr(self.crawler, "spider", None)
-        if spider is not None:
-            ledger = getattr(spider, "ledger", None)
-            pass_id = getattr(ledger, "pass_id", None)
-            if pass_id is not None:
-                record.pass_id = pass_id
-            # The shared pass's ledger holds the RedisPass, whose id is what Redis and
-            # `scrapy progress` call this instance.
-            redis_pass = getattr(ledger, "redis_pass", None)
-            record.instance = getattr(redis_pass, "instance", None) or self._instance
+        crawl_pass = None if self.crawler is None else built_pass(self.crawler)
+        if crawl_pass is not None and crawl_pass.pass_id is not None:
+            record.pass_id = crawl_pass.pass_id
+        # A shared pass names this instance as Redis and `scrapy progress` do.
+        record.instance = getattr(crawl_pass, "instance", None) or self._instance
         return True
 
     @staticmethod

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 
-from productcrawler.passes import redis_pass_for
+from productcrawler.passes import pass_for
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -21,13 +21,13 @@ LOST = 5
 
 class LoseALease:
     def __init__(self, crawler: Crawler) -> None:
-        self.redis_pass = redis_pass_for(crawler)
+        self.crawl_pass = pass_for(crawler)
         crawler.signals.connect(self.lose, signal=signals.spider_opened)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LoseALease:
         return cls(crawler)
 
-    def lose(self) -> None:
-        # Synchronous on purpose: a test fixture, once, as the pass opens.
-        self.redis_pass.pop(LOST)
+    async def lose(self) -> None:
+        # The pass is open (the scheduler opened it before spider_opened).
+        await self.crawl_pass.lease(LOST)

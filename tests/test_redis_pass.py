@@ -2,90 +2,141 @@
 
 from __future__ import annotations
 
-import threading
+import asyncio
+from typing import TYPE_CHECKING
 
-import pytest
 import redis
+import redis.asyncio
 
-from productcrawler.passes.redis_pass import FINISHED_TTL, Entry, RedisPass
+from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
+from productcrawler.passes.redis_pass import FINISHED_TTL, RedisPass
 from tests.conftest import REDIS_URL
 from tests.helpers import redis_keys
 
-
-@pytest.fixture
-def client():
-    client = redis.Redis.from_url(REDIS_URL)
-    yield client
-    client.close()
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
 
 
-def test_reading_the_state_does_not_move_an_instance_onto_a_newer_pass(client, redis_prefix):
-    first = RedisPass(client, redis_prefix)
-    first.open(1, 100, fresh=False)
-    RedisPass(client, redis_prefix).open(1, 100, fresh=True)  # another instance replaces it
-    state = first.state()
-    assert state is not None and state.pass_id == 2  # what Redis has now...
-    assert first.pass_id == 1  # ...but this instance still works on (and stops with) its own
-    assert first.status() == "replaced"
+def run(scenario: Callable[[redis.asyncio.Redis], Awaitable[None]]) -> None:
+    """Run ``scenario`` with an asyncio client of the real Redis, on a loop of its own."""
+    async def main() -> None:
+        client = redis.asyncio.Redis.from_url(REDIS_URL)
+        try:
+            await scenario(client)
+        finally:
+            await client.aclose()
+
+    asyncio.run(main())
 
 
-def test_the_acknowledgement_that_finishes_a_pass_gives_its_keys_a_ttl(client, redis_prefix):
-    redis_pass = RedisPass(client, redis_prefix)
-    redis_pass.open(1, 3, fresh=False)
-    ids = [entry.product_id for entry in redis_pass.pop(10)]
-    assert redis_pass.acknowledge(ids) == 3
-    for name in ("done", "done_count"):
-        assert 0 < client.ttl(redis_pass._key(name)) <= FINISHED_TTL, name
-    assert redis_pass.status() == "finished"
+def test_reading_the_state_does_not_move_an_instance_onto_a_newer_pass(redis_prefix):
+    async def scenario(client):
+        first = RedisPass(client, redis_prefix, 1, 100)
+        await first.open(fresh=False)
+        await RedisPass(client, redis_prefix, 1, 100).open(fresh=True)  # another instance replaces it
+        state = await first.state()
+        assert state is not None and state.pass_id == 2  # what Redis has now...
+        assert first.pass_id == 1  # ...but this instance still works on (and stops with) its own
+        assert await first.status() == REPLACED
+        assert (await first.lease(10)).status == REPLACED
+
+    run(scenario)
 
 
-def test_a_fresh_pass_replacing_one_with_no_live_instance_leaves_no_key_without_ttl(client, redis_prefix):
-    dead = RedisPass(client, redis_prefix)
-    dead.open(1, 100, fresh=False)
-    entries = dead.pop(5)
-    dead.push(Entry(entries[0].product_id, 1), delay=60)  # a retry waiting
-    dead.push(Entry(entries[1].product_id, 1))  # a retry due
-    dead.acknowledge([entries[2].product_id])
-    dead.stop_heartbeat()  # killed: its leases are still in Redis
-    old_keys = list(client.scan_iter(f"{{{redis_prefix}}}:products:pass:1:*"))
-    assert len(old_keys) >= 5  # queue, delayed, done, done_count, instances, inflight
+def test_the_acknowledgement_that_finishes_a_pass_gives_its_keys_a_ttl(redis_prefix):
+    async def scenario(client):
+        redis_pass = RedisPass(client, redis_prefix, 1, 3)
+        await redis_pass.open(fresh=False)
+        lease = await redis_pass.lease(10)
+        assert [entry.product_id for entry in lease.entries] == [1, 2, 3]
+        assert await redis_pass.acknowledge([1, 2]) == RUNNING
+        assert await redis_pass.acknowledge([3]) == FINISHED
+        for name in ("done", "done_count"):
+            assert 0 < await client.ttl(redis_pass.key(name)) <= FINISHED_TTL, name
+        assert await redis_pass.status() == FINISHED
+        assert await redis_pass.close("finished", lost=False) is True
 
-    fresh = RedisPass(client, redis_prefix)
-    fresh.open(1, 100, fresh=True)
-    assert fresh.pass_id == 2
-    for key in old_keys:
-        assert 0 < client.ttl(key) <= FINISHED_TTL, key
+    run(scenario)
 
 
-def test_instances_given_fresh_together_start_one_pass(client, redis_prefix):
-    finished = RedisPass(client, redis_prefix)
-    finished.open(1, 50, fresh=False)
-    finished.acknowledge([e.product_id for e in finished.pop(50)])
-    passes: list[int] = []
-    barrier = threading.Barrier(3)
+def test_a_retry_is_leased_again_only_once_due_and_with_its_retry_count(redis_prefix):
+    async def scenario(client):
+        redis_pass = RedisPass(client, redis_prefix, 1, 2)
+        await redis_pass.open(fresh=False)
+        first, second = (await redis_pass.lease(2)).entries
+        await redis_pass.push([(Entry(first.product_id, 1), 0.3), (Entry(second.product_id, 2), 0.0)])
+        assert (await redis_pass.lease(10)).entries == [Entry(second.product_id, 2)]
+        assert (await redis_pass.lease(10)).entries == []  # the other is not due yet
+        await asyncio.sleep(0.35)
+        assert (await redis_pass.lease(10)).entries == [Entry(first.product_id, 1)]
 
-    def start() -> None:
-        instance = RedisPass(redis.Redis.from_url(REDIS_URL), redis_prefix)
-        barrier.wait()
-        instance.open(1, 50, fresh=True)
-        passes.append(instance.pass_id)
-
-    threads = [threading.Thread(target=start) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert passes == [2, 2, 2]
+    run(scenario)
 
 
-def test_a_pass_whose_keys_vanished_is_lost_not_finished(client, redis_prefix):
-    redis_pass = RedisPass(client, redis_prefix)
-    redis_pass.open(1, 100, fresh=False)
-    redis_pass.pop(10)
-    client.delete(*redis_keys(client, redis_prefix))  # Redis restarted empty
-    assert redis_pass.status() == "lost"
-    assert redis_pass.pop(10) == []
-    assert redis_pass.acknowledge([1, 2]) < 0
-    # A new pass that happens to get the same id is still not ours.
-    RedisPass(client, redis_prefix).open(1, 100, fresh=False)
-    assert redis_pass.status() == "lost"
+def test_a_dead_instances_leases_are_recovered_by_a_live_one(redis_prefix):
+    async def scenario(client):
+        dead = RedisPass(client, redis_prefix, 1, 10)
+        await dead.open(fresh=False)
+        taken = [entry.product_id for entry in (await dead.lease(4)).entries]
+        await client.delete(dead.heartbeat_key())  # killed: its heartbeat expired
+        alive = RedisPass(client, redis_prefix, 1, 10)
+        await alive.open(fresh=False)
+        status, recovered = await alive.beat({})
+        assert (status, recovered) == (RUNNING, 4)
+        assert [entry.product_id for entry in (await alive.lease(4)).entries] == taken
+
+    run(scenario)
+
+
+def test_a_fresh_pass_replacing_one_with_no_live_instance_leaves_no_key_without_ttl(redis_prefix):
+    async def scenario(client):
+        dead = RedisPass(client, redis_prefix, 1, 100)
+        await dead.open(fresh=False)
+        entries = (await dead.lease(5)).entries
+        await dead.push([(Entry(entries[0].product_id, 1), 60)])  # a retry waiting
+        await dead.push([(Entry(entries[1].product_id, 1), 0)])  # a retry due
+        await dead.acknowledge([entries[2].product_id])
+        await client.delete(dead.heartbeat_key())  # killed: its leases are still in Redis
+        old_keys = [key async for key in client.scan_iter(f"{{{redis_prefix}}}:products:pass:1:*")]
+        assert len(old_keys) >= 5  # queue, delayed, done, done_count, instances, inflight
+
+        fresh = RedisPass(client, redis_prefix, 1, 100)
+        await fresh.open(fresh=True)
+        assert fresh.pass_id == 2
+        for key in old_keys:
+            assert 0 < await client.ttl(key) <= FINISHED_TTL, key
+
+    run(scenario)
+
+
+def test_instances_given_fresh_together_start_one_pass(redis_prefix):
+    async def scenario(client):
+        finished = RedisPass(client, redis_prefix, 1, 50)
+        await finished.open(fresh=False)
+        await finished.acknowledge([e.product_id for e in (await finished.lease(50)).entries])
+        clients = [redis.asyncio.Redis.from_url(REDIS_URL) for _ in range(3)]
+        instances = [RedisPass(c, redis_prefix, 1, 50) for c in clients]
+        await asyncio.gather(*(instance.open(fresh=True) for instance in instances))
+        assert [instance.pass_id for instance in instances] == [2, 2, 2]
+        for c in clients:
+            await c.aclose()
+
+    run(scenario)
+
+
+def test_a_pass_whose_keys_vanished_is_lost_not_finished(redis_prefix):
+    async def scenario(client):
+        redis_pass = RedisPass(client, redis_prefix, 1, 100)
+        await redis_pass.open(fresh=False)
+        await redis_pass.lease(10)
+        sync = redis.Redis.from_url(REDIS_URL)
+        await client.delete(*redis_keys(sync, redis_prefix))  # Redis restarted empty
+        assert await redis_pass.status() == LOST
+        assert await redis_pass.lease(10) == Lease([], LOST)
+        assert await redis_pass.acknowledge([1, 2]) == RUNNING  # not counted: the next look says lost
+        # A new pass that happens to get the same id is still not ours.
+        await RedisPass(client, redis_prefix, 1, 100).open(fresh=False)
+        assert await redis_pass.status() == LOST
+        sync.close()
+
+    run(scenario)

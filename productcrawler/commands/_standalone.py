@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 STORAGE_PIPELINE = "productcrawler.pipelines.storage.StoragePipeline"
+HOLDING_SCHEDULER = "productcrawler.schedulers.local.DelayingScheduler"
 
 
 def without_storage(settings: BaseSettings) -> None:
@@ -23,3 +24,5 @@ def without_storage(settings: BaseSettings) -> None:
     settings.set("REDIS_URL", "", priority="cmdline")
     settings.set("METRICS_PORT", "", priority="cmdline")
     settings.set("ITEM_PIPELINES", {STORAGE_PIPELINE: None}, priority="cmdline")
+    # No pass either: the URL given is the one request (with retries held as the crawl's are).
+    settings.set("SCHEDULER", HOLDING_SCHEDULER, priority="cmdline")

@@ -6,6 +6,7 @@ heartbeat), else the database's pass ledger. Safe to run while crawls run.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -14,10 +15,11 @@ from redis.exceptions import RedisClusterException, RedisError
 from scrapy.commands import ScrapyCommand
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
+from productcrawler.passes.database_sql import as_datetime, done_count, outcome_counts
 from productcrawler.passes.redis_pass import RedisPass
 from productcrawler.preflight import describe
-from productcrawler.redis_connection import redis_client
-from productcrawler.storage.database import DatabaseTarget, as_datetime, done_count, outcome_counts
+from productcrawler.redis_connection import async_redis_client
+from productcrawler.storage.database import DatabaseTarget
 
 if TYPE_CHECKING:
     import argparse
@@ -48,16 +50,24 @@ class Command(ScrapyCommand):
 
 
 def _from_redis(config: CrawlConfig) -> list[str]:
+    return asyncio.run(_read_redis(config))
+
+
+async def _read_redis(config: CrawlConfig) -> list[str]:
     assert config.redis_url is not None
-    redis_pass = RedisPass(redis_client(config.redis_url), config.redis_key_prefix)
-    state = redis_pass.state()
+    client = async_redis_client(config.redis_url)
+    try:
+        redis_pass = RedisPass(client, config.redis_key_prefix, config.start_id, config.end_id)
+        state = await redis_pass.state()
+        instances = await redis_pass.instances()
+    finally:
+        await client.aclose()
     if state is None:
         return ["No pass has started yet."]
     percent = 100.0 * state.done / state.total
     lines = [f"Pass {state.pass_id} ({state.status}): {state.done}/{state.total} ids done ({percent:.1f} %), "
              f"ids {state.start_id}..{state.end_id}; {state.queued} queued, {state.delayed} retries waiting, "
              f"{max(state.end_id - state.cursor + 1, 0)} not handed out yet"]
-    instances = redis_pass.instances()
     total_rate = sum(float(beat.get("rate") or 0) for beat in instances.values())
     if total_rate > 0 and state.status == "running":
         lines.append(f"Rate {total_rate:.0f} ids/s, ETA {(state.total - state.done) / total_rate:.0f} s")

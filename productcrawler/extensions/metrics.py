@@ -31,7 +31,7 @@ from productcrawler.config import ConfigError, CrawlConfig, crawl_config
 from productcrawler.instruments import instruments_for
 from productcrawler.middlewares.ratelimit import RateLimitMiddleware
 from productcrawler.middlewares.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
-from productcrawler.passes import built_ledger
+from productcrawler.passes import built_pass
 from productcrawler.proxies.metrics import ProxyStatsCollector
 
 if TYPE_CHECKING:
@@ -70,11 +70,11 @@ class CrawlStatsCollector:
         # the stats: dict() copies the dict in one step under the GIL, so the
         # loops below never see it change size.
         snapshot = dict(self.stats.get_stats())
-        ledger = built_ledger(self.crawler)
-        yield from self._families(snapshot, ledger)
-        yield from self._state_families(snapshot, ledger)
+        crawl_pass = built_pass(self.crawler)
+        yield from self._families(snapshot, crawl_pass)
+        yield from self._state_families(snapshot, crawl_pass)
 
-    def _families(self, stats: dict[str, object], ledger: Any) -> Iterator[Metric]:
+    def _families(self, stats: dict[str, object], crawl_pass: Any) -> Iterator[Metric]:
         def number(key: str) -> float:
             value = stats.get(key, 0)
             return float(value) if isinstance(value, (int, float)) else 0.0
@@ -109,11 +109,11 @@ class CrawlStatsCollector:
         rate.add_metric([], number(stat_keys.RATELIMIT_EFFECTIVE_RATE))
         yield rate
 
-        # Before the spider opens its ledger both are 0.
-        total = float(getattr(ledger, "total", 0))
+        # Before the spider opens its crawl_pass both are 0.
+        total = float(getattr(crawl_pass, "total", 0))
         done = 0.0
-        if ledger is not None:
-            done = float(ledger.done(int(sum(
+        if crawl_pass is not None:
+            done = float(crawl_pass.done(int(sum(
                 number(key) for key in (stat_keys.STORED, stat_keys.MISSING, stat_keys.FAILED)))))
         done_family = GaugeMetricFamily(
             f"{NAMESPACE}_pass_ids_done",
@@ -124,7 +124,7 @@ class CrawlStatsCollector:
         total_family.add_metric([], total)
         yield total_family
 
-    def _state_families(self, stats: dict[str, object], ledger: Any) -> Iterator[Metric]:
+    def _state_families(self, stats: dict[str, object], crawl_pass: Any) -> Iterator[Metric]:
         """What the crawl is doing now, the database and Redis, and which pass this is."""
 
         def gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
@@ -165,12 +165,12 @@ class CrawlStatsCollector:
 
         info = GaugeMetricFamily(f"{NAMESPACE}_pass_info", "The pass this instance works on (value 1).",
                                  labels=["pass_id"])
-        pass_id = getattr(ledger, "pass_id", None)
+        pass_id = getattr(crawl_pass, "pass_id", None)
         if pass_id is not None:
             info.add_metric([str(pass_id)], 1.0)
         yield info
         yield gauge("pass_start_time_seconds", "When the pass began, in Unix seconds (0 before it opens).",
-                    float(getattr(ledger, "started_at", None) or 0.0))
+                    float(getattr(crawl_pass, "started_at", None) or 0.0))
 
     def _downloader(self) -> Any:
         try:

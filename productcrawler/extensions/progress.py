@@ -11,7 +11,7 @@ from twisted.internet.task import LoopingCall
 
 from productcrawler import stat_keys
 from productcrawler.config import crawl_config
-from productcrawler.passes import built_ledger
+from productcrawler.passes import built_pass
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -46,18 +46,18 @@ class ProgressLog:
                 self.stats.get_value(stat_keys.FAILED, 0))
 
     def log_progress(self) -> None:
-        ledger = built_ledger(self.crawler)
-        if ledger is None:
+        crawl_pass = built_pass(self.crawler)
+        if crawl_pass is None:
             return
         stored, missing, failed = self.outcomes()
         this_run = stored + missing + failed
-        done = ledger.done(this_run)
+        done = crawl_pass.done(this_run)
         elapsed = max(reactor.seconds() - self._started, 1e-9)  # type: ignore[attr-defined]
         rate = this_run / elapsed
-        remaining = max(ledger.total - done, 0)
+        remaining = max(crawl_pass.total - done, 0)
         eta = f"{remaining / rate:.0f} s" if rate > 0 else "unknown"
         logger.info("Progress: %d/%d ids done (%.1f%%), %d stored, %d missing, %d failed; "
-                    "%.0f ids/s, ETA %s", done, ledger.total, 100.0 * done / ledger.total,
+                    "%.0f ids/s, ETA %s", done, crawl_pass.total, 100.0 * done / crawl_pass.total,
                     stored, missing, failed, rate, eta)
 
     def spider_closed(self, spider: Spider, reason: str) -> None:

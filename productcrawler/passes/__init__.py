@@ -1,11 +1,9 @@
-"""Passes: which ids a run still has to fetch, and when a pass is complete.
+"""Passes: one sweep over the id range, which ids it still owes, and when it is complete.
 
-A pass is one sweep over the id range. Without Redis the database is the
-ledger (``database.py``): an id is done in a pass when its product or failure
-row was written after the pass started, so nothing counts as done before its
-row is committed, and a run killed at any moment resumes from the rows. With
-Redis, the pass lives in Redis (``redis_pass.py``) and the scheduler hands
-out its ids (``shared.py``).
+``base.py`` is the interface, ``scheduler.py`` its one driver; ``database.py``
+(one process: the database is the ledger) and ``redis_pass.py`` (any number
+of instances share the pass in Redis) implement it. ``pass_for`` picks one by
+``REDIS_URL``.
 """
 
 from __future__ import annotations
@@ -13,43 +11,33 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from productcrawler.config import crawl_config
-from productcrawler.passes.database import DatabaseLedger
+from productcrawler.passes.database import DatabasePass
 from productcrawler.passes.redis_pass import RedisPass
-from productcrawler.passes.shared import SharedLedger
-from productcrawler.redis_connection import redis_client
+from productcrawler.redis_connection import async_redis_client
 from productcrawler.storage import database_for
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-_ATTRIBUTE = "_productcrawler_redis_pass"
-_LEDGER = "_productcrawler_ledger"
+    from productcrawler.passes.base import Pass
+
+_ATTRIBUTE = "_productcrawler_pass"
 
 
-def redis_pass_for(crawler: Crawler) -> RedisPass:
-    """The crawler's one view of the shared pass (scheduler and ledger use the same)."""
-    redis_pass = getattr(crawler, _ATTRIBUTE, None)
-    if redis_pass is None:
-        config = crawl_config(crawler)
-        assert config.redis_url is not None
-        redis_pass = RedisPass(redis_client(config.redis_url), config.redis_key_prefix)
-        setattr(crawler, _ATTRIBUTE, redis_pass)
-    return redis_pass
-
-
-def ledger_for(crawler: Crawler) -> DatabaseLedger | SharedLedger:
-    """The crawler's one pass ledger (spider, pipeline, progress and metrics use the same)."""
-    ledger = getattr(crawler, _LEDGER, None)
-    if ledger is None:
+def pass_for(crawler: Crawler) -> Pass:
+    """The crawler's one pass (the scheduler drives it; the pipeline, progress and metrics read it)."""
+    crawl_pass = getattr(crawler, _ATTRIBUTE, None)
+    if crawl_pass is None:
         config = crawl_config(crawler)
         if config.redis_url is None:
-            ledger = DatabaseLedger(database_for(crawler), config)
+            crawl_pass = DatabasePass(database_for(crawler), config)
         else:
-            ledger = SharedLedger(redis_pass_for(crawler), config)
-        setattr(crawler, _LEDGER, ledger)
-    return ledger
+            crawl_pass = RedisPass(async_redis_client(config.redis_url), config.redis_key_prefix,
+                                   config.start_id, config.end_id)
+        setattr(crawler, _ATTRIBUTE, crawl_pass)
+    return crawl_pass
 
 
-def built_ledger(crawler: Crawler) -> DatabaseLedger | SharedLedger | None:
-    """The crawler's ledger if the spider has built it yet (extensions that only read it)."""
-    return getattr(crawler, _LEDGER, None)
+def built_pass(crawler: Crawler) -> Pass | None:
+    """The crawler's pass if something has built it yet (extensions that only read it)."""
+    return getattr(crawler, _ATTRIBUTE, None)

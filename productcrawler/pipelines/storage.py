@@ -28,9 +28,9 @@ from productcrawler import signals, stat_keys
 from productcrawler.config import CrawlConfig, crawl_config
 from productcrawler.instruments import instruments_for
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
-from productcrawler.passes import ledger_for
+from productcrawler.passes import pass_for
 from productcrawler.storage import database_for
-from productcrawler.storage.database import ensure_schema, utcnow, write_batch
+from productcrawler.storage.database import utcnow, write_batch
 from productcrawler.storage.errors import is_connection_error
 
 if TYPE_CHECKING:
@@ -38,8 +38,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
-    from productcrawler.passes.database import DatabaseLedger
-    from productcrawler.passes.shared import SharedLedger
+    from productcrawler.passes.base import Pass
     from productcrawler.storage.database import Database
 
 logger = logging.getLogger(__name__)
@@ -70,11 +69,11 @@ def _not_written() -> DropItem:
 
 class StoragePipeline:
     def __init__(self, crawler: Crawler, database: Database, config: CrawlConfig,
-                 ledger: DatabaseLedger | SharedLedger) -> None:
+                 crawl_pass: Pass) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.database = database
-        self.ledger = ledger  # whose pass each row is stamped with
+        self.crawl_pass = crawl_pass  # each row is stamped with its row_stamp
         self.batch_size = config.database_batch_size
         self.flush_interval = config.database_flush_interval
         self.outage_max = config.database_outage_max
@@ -88,10 +87,10 @@ class StoragePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
-        return cls(crawler, database_for(crawler), crawl_config(crawler), ledger_for(crawler))
+        return cls(crawler, database_for(crawler), crawl_config(crawler), pass_for(crawler))
 
     async def open_spider(self) -> None:
-        await maybe_deferred_to_future(self.database.run(ensure_schema))
+        await self.database.ensure_schema()
         self._timer.start(self.flush_interval, now=False)
 
     async def close_spider(self) -> None:
@@ -180,7 +179,7 @@ class StoragePipeline:
     async def _write(self, batch: list[_Pending]) -> None:
         products = [p.item for p in batch if isinstance(p.item, ProductItem)]
         failures = [(p.item, p.recorded_at) for p in batch if isinstance(p.item, FailureItem)]
-        await maybe_deferred_to_future(self.database.run(write_batch, products, failures, self.ledger.row_stamp))
+        await maybe_deferred_to_future(self.database.run(write_batch, products, failures, self.crawl_pass.row_stamp))
 
     async def _write_one_by_one(self, batch: list[_Pending]) -> None:
         """One bad row must not sink its batch: find it, and record why it failed."""

@@ -49,7 +49,8 @@ from productcrawler.proxies.shared import RedisHealthBook
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
 from productcrawler.redis_connection import async_redis_client
-from productcrawler.schedulers.local import RESEND_NOW, RETRY_DELAY
+from productcrawler.retry_policy import RESEND_NOW
+from productcrawler.retry_policy import RETRY_DELAY_META as RETRY_DELAY
 
 if TYPE_CHECKING:
     from typing import Self

@@ -20,11 +20,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Request meta key: the same attempt sent again at once from this instance
-#: (a proxy failure's re-send); the Redis scheduler keeps it here too.
-RESEND_NOW = "resend_now"
-
-
 class DelayingScheduler(Scheduler):
     """A request with ``meta["retry_delay"] > 0`` waits here, off the downloader,
     and re-enters the engine (``engine.crawl``) when its time comes; only then

@@ -14,7 +14,7 @@ import logging
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request, Spider, signals
+from scrapy import Request, Spider
 from w3lib.url import safe_url_string
 
 from productcrawler import signals as signals_
@@ -23,7 +23,6 @@ from productcrawler.cleaning import BadResponse, parse_product
 from productcrawler.config import CrawlConfig, crawl_config
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.middlewares.retry import exception_reason, known_reason
-from productcrawler.passes import ledger_for
 from productcrawler.proxies import META_ABANDONED
 from productcrawler.retry_policy import RetryPolicy
 from productcrawler.storage.database import utcnow
@@ -53,12 +52,10 @@ class ProductsSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ProductsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = crawl_config(crawler, start_id=spider.start_id_arg, end_id=spider.end_id_arg)
-        spider.ledger = ledger_for(crawler)
         # Our URLs are a base URL and an integer: when the base is already in
         # normal form, so is every URL, and Request and aiohttp (yarl) need not
         # normalise each one again (Scrapy's verbatim_url meta key).
         spider.verbatim_urls = safe_url_string(spider.config.product_url(1)) == spider.config.product_url(1)
-        crawler.signals.connect(spider._closed, signal=signals.spider_closed)
         return spider
 
     config: CrawlConfig
@@ -71,28 +68,13 @@ class ProductsSpider(Spider):
     verbatim_urls: bool = False
 
     async def start(self) -> AsyncIterator[Request]:
+        # The ids come from the pass, through the scheduler (passes/scheduler.py).
         self.retry_policy  # noqa: B018 - built now, so that a bad retry setting stops the start
-        await self.ledger.open(fresh=self.fresh)
-        # Scrapy reads start() without pause while the downloader is full, so an
-        # eager generator would put the whole range in the scheduler at once (a
-        # 1,000,000-id range: ~27 s of the reactor, ~27 µs a Request, and a
-        # Request per id held in memory). Instead, once the downloader is full,
-        # hand over one downloader's worth of requests each time the scheduler
-        # runs dry ("lazy start requests" in Scrapy's docs).
-        engine = self.crawler.engine
-        assert engine is not None
-        batch = max(1, self.crawler.settings.getint("CONCURRENT_REQUESTS"))
-        handed = 0
-        async for chunk in self.ledger.pending():
-            for product_id in chunk:
-                if handed >= batch and engine.needs_backout():
-                    await self.crawler.signals.wait_for(signals.scheduler_empty)
-                    handed = 0
-                handed += 1
-                yield self.make_request(product_id)
+        return
+        yield
 
     def make_request(self, product_id: int) -> Request:
-        # dont_filter: the ledger hands out each id once per pass, so a
+        # dont_filter: the pass hands out each id once, so a
         # fingerprint set (memory growing with the range) would add nothing.
         return Request(
             self.config.product_url(product_id),
@@ -151,6 +133,3 @@ class ProductsSpider(Spider):
         logger.debug("Product %d failed: %s", request.meta["product_id"], detail)
         return [FailureItem(request.meta["product_id"], FAILED, None, detail[:255],
                             request.meta.get("retry_times", 0) + 1)]
-
-    async def _closed(self, reason: str) -> None:
-        await self.ledger.close(reason)

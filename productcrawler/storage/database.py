@@ -1,4 +1,6 @@
-"""MySQL and SQLite behind one small interface: schema, batched upserts, the pass ledger.
+"""MySQL and SQLite behind one small interface: schema and batched upserts.
+
+The pass's own queries (which ids a pass has done) are ``passes/database_sql.py``.
 
 Every method that touches the database has two forms: a plain function of a
 DB-API cursor (run in a worker thread by Twisted's adbapi pool, or directly in
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.enterprise import adbapi
 
 from productcrawler.config import ConfigError, mask_url
@@ -167,15 +170,6 @@ def _sqlite_value(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class PassInfo:
-    pass_id: int
-    start_id: int
-    end_id: int
-    started_at: datetime
-    resumed: bool
-
-
 # --- functions of a cursor: they run in a worker thread -------------------------
 
 def ensure_schema(cursor: Any, dialect: Dialect) -> None:
@@ -221,71 +215,6 @@ def _delete_ids(cursor: Any, dialect: Dialect, table: str, ids: list[int]) -> No
         cursor.execute(f"DELETE FROM {table} WHERE product_id IN ({dialect.params(len(ids))})", ids)
 
 
-def _done_union(dialect: Dialect) -> str:
-    p = dialect.placeholder
-    return (f"SELECT product_id FROM products WHERE product_id BETWEEN {p} AND {p} AND {PASS_COLUMN} = {p} "
-            f"UNION SELECT product_id FROM crawl_failures "
-            f"WHERE product_id BETWEEN {p} AND {p} AND {PASS_COLUMN} = {p}")
-
-
-def done_ids(cursor: Any, dialect: Dialect, first: int, last: int, pass_id: int) -> set[int]:
-    """Ids in [first, last] with an outcome written by pass ``pass_id``."""
-    cursor.execute(_done_union(dialect), (first, last, pass_id, first, last, pass_id))
-    return {int(row[0]) for row in cursor.fetchall()}
-
-
-def done_count(cursor: Any, dialect: Dialect, first: int, last: int, pass_id: int) -> int:
-    """How many ids in [first, last] have an outcome written by pass ``pass_id``."""
-    cursor.execute(f"SELECT COUNT(*) FROM ({_done_union(dialect)}) AS done",
-                   (first, last, pass_id, first, last, pass_id))
-    return int(cursor.fetchone()[0])
-
-
-def as_datetime(value: Any) -> datetime:
-    return value if isinstance(value, datetime) else datetime.strptime(str(value), "%Y-%m-%d %H:%M:%S")
-
-
-def open_pass(cursor: Any, dialect: Dialect, start_id: int, end_id: int, *, fresh: bool,
-              now: datetime) -> PassInfo:
-    """Resume the unfinished pass over the same range, or start a new one."""
-    p = dialect.placeholder
-    cursor.execute(
-        f"SELECT pass_id, started_at FROM crawl_passes WHERE start_id = {p} AND end_id = {p} "
-        f"AND finished_at IS NULL ORDER BY pass_id DESC LIMIT 1",
-        (start_id, end_id),
-    )
-    row = cursor.fetchone()
-    if row is not None and not fresh:
-        return PassInfo(int(row[0]), start_id, end_id, as_datetime(row[1]), resumed=True)
-    if row is not None:
-        cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}",
-                       (dialect.value(now), row[0]))
-    cursor.execute(
-        f"INSERT INTO crawl_passes (start_id, end_id, started_at) VALUES ({p}, {p}, {p})",
-        (start_id, end_id, dialect.value(now)),
-    )
-    return PassInfo(int(cursor.lastrowid), start_id, end_id, now, resumed=False)
-
-
-def finish_pass(cursor: Any, dialect: Dialect, pass_id: int, now: datetime) -> None:
-    p = dialect.placeholder
-    cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}",
-                   (dialect.value(now), pass_id))
-
-
-def outcome_counts(cursor: Any, dialect: Dialect, first: int, last: int, pass_id: int) -> dict[str, int]:
-    """Stored / missing / failed in [first, last] by pass ``pass_id`` (summaries, progress)."""
-    p = dialect.placeholder
-    cursor.execute(f"SELECT COUNT(*) FROM products WHERE product_id BETWEEN {p} AND {p} "
-                   f"AND {PASS_COLUMN} = {p}", (first, last, pass_id))
-    counts = {"stored": int(cursor.fetchone()[0]), "missing": 0, "failed": 0}
-    cursor.execute(f"SELECT outcome, COUNT(*) FROM crawl_failures WHERE product_id BETWEEN {p} AND {p} "
-                   f"AND {PASS_COLUMN} = {p} GROUP BY outcome", (first, last, pass_id))
-    for outcome, count in cursor.fetchall():
-        counts[str(outcome)] = int(count)
-    return counts
-
-
 # --- the reactor-side handle -------------------------------------------------------
 
 class _Connection(adbapi.Connection):
@@ -322,6 +251,13 @@ class Database:
             # Two: batched writes and the ledger's reads don't queue behind each other.
             self.pool = adbapi.ConnectionPool("pymysql", cp_min=1, cp_max=2, **kwargs)
             self.pool.connectionFactory = _Connection
+        self._schema_ready = False
+
+    async def ensure_schema(self) -> None:
+        """Create the tables if need be, once per process (the pass and the pipeline both need them)."""
+        if not self._schema_ready:
+            await maybe_deferred_to_future(self.run(ensure_schema))
+            self._schema_ready = True
 
     def run(self, function: Any, *args: Any, **kwargs: Any) -> Deferred[Any]:
         """Run ``function(cursor, dialect, *args)`` in a transaction in a worker thread."""

@@ -1,0 +1,124 @@
+"""The shared pass's Lua scripts: each runs atomically in Redis and declares every key it touches.
+
+Declared keys let a Redis Cluster route each script to the node that holds
+them (all keys of a pass share one hash tag, see ``redis_pass.py``). Times are
+the Redis server's (``TIME``), never an instance's clock.
+"""
+
+OPEN = """
+-- KEYS[1] pass hash, KEYS[2] pass id sequence; ARGV: start, end, fresh, token, fresh join window (s)
+-- Returns {pass id, joined (1/0), the pass's token, the replaced pass's id or ''}.
+local pass = KEYS[1]
+local f = redis.call('HMGET', pass, 'id', 'status', 'start', 'end', 'token', 'fresh_at')
+local t = redis.call('TIME')
+if f[2] == 'running' and f[3] == ARGV[1] and f[4] == ARGV[2] then
+  if ARGV[3] ~= '1' then return {f[1], 1, f[5] or '', ''} end
+  -- fresh=1 given to several instances started together: the first starts the pass, the rest join it.
+  if f[6] and tonumber(t[1]) - tonumber(f[6]) < tonumber(ARGV[5]) then return {f[1], 1, f[5] or '', ''} end
+end
+local id = redis.call('INCR', KEYS[2])
+redis.call('DEL', pass)
+redis.call('HSET', pass, 'id', id, 'start', ARGV[1], 'end', ARGV[2], 'cursor', ARGV[1],
+           'status', 'running', 'started_at', t[1], 'token', ARGV[4])
+if ARGV[3] == '1' then redis.call('HSET', pass, 'fresh_at', t[1]) end
+return {tostring(id), 0, ARGV[4], f[1] or ''}
+"""
+
+POP = """
+-- KEYS: pass, queue, delayed, inflight, instances; ARGV: n, instance, pass id
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if redis.call('HGET', KEYS[1], 'id') ~= ARGV[3] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
+  return {}
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
+if #due > 0 then
+  redis.call('ZREM', KEYS[3], unpack(due))
+  redis.call('RPUSH', KEYS[2], unpack(due))
+end
+local n = tonumber(ARGV[1])
+local out = redis.call('LPOP', KEYS[2], n)
+if not out then out = {} end
+if #out < n then
+  local cursor = tonumber(redis.call('HGET', KEYS[1], 'cursor'))
+  local last = tonumber(redis.call('HGET', KEYS[1], 'end'))
+  local take = math.min(n - #out, last - cursor + 1)
+  if take > 0 then
+    redis.call('HSET', KEYS[1], 'cursor', cursor + take)
+    for i = 0, take - 1 do out[#out + 1] = (cursor + i) .. ':0' end
+  end
+end
+if #out > 0 then
+  local fields = {}
+  for _, entry in ipairs(out) do
+    fields[#fields + 1] = string.match(entry, '^(%d+)')
+    fields[#fields + 1] = entry
+  end
+  redis.call('HSET', KEYS[4], unpack(fields))
+  redis.call('SADD', KEYS[5], ARGV[2])
+end
+return out
+"""
+
+PUSH = """
+-- KEYS: queue, delayed, inflight; ARGV: entry, delay ms (0: now)
+local delay = tonumber(ARGV[2])
+local id = string.match(ARGV[1], '^(%d+)')
+if delay > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZADD', KEYS[2], now + delay, ARGV[1])
+else
+  redis.call('RPUSH', KEYS[1], ARGV[1])
+end
+redis.call('HDEL', KEYS[3], id)
+return 1
+"""
+
+ACK = """
+-- KEYS: pass, done, done_count, inflight; ARGV: pass id, finished ttl, ids...
+if redis.call('HGET', KEYS[1], 'id') ~= ARGV[1] then return -1 end
+local start = tonumber(redis.call('HGET', KEYS[1], 'start'))
+local total = tonumber(redis.call('HGET', KEYS[1], 'end')) - start + 1
+local added = 0
+for i = 3, #ARGV do
+  if redis.call('SETBIT', KEYS[2], tonumber(ARGV[i]) - start, 1) == 0 then added = added + 1 end
+end
+redis.call('HDEL', KEYS[4], unpack(ARGV, 3))
+local done = redis.call('INCRBY', KEYS[3], added)
+if done >= total and redis.call('HGET', KEYS[1], 'status') == 'running' then
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'status', 'finished', 'finished_at', t[1])
+  -- Kept for inspection, then gone, even if no instance lives to settle the pass.
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
+end
+return done
+"""
+
+RECOVER = """
+-- KEYS: queue, instances, then per instance ARGV[i]: heartbeat KEYS[1 + 2i], inflight KEYS[2 + 2i]
+local moved = 0
+for i, instance in ipairs(ARGV) do
+  local heartbeat, inflight = KEYS[1 + 2 * i], KEYS[2 + 2 * i]
+  if redis.call('SISMEMBER', KEYS[2], instance) == 1 and redis.call('EXISTS', heartbeat) == 0 then
+    local entries = redis.call('HVALS', inflight)
+    if #entries > 0 then
+      redis.call('RPUSH', KEYS[1], unpack(entries))
+      moved = moved + #entries
+    end
+    redis.call('DEL', inflight)
+    redis.call('SREM', KEYS[2], instance)
+  end
+end
+return moved
+"""
+
+RELEASE = """
+-- KEYS: queue, inflight, instances; ARGV: instance
+local entries = redis.call('HVALS', KEYS[2])
+if #entries > 0 then redis.call('RPUSH', KEYS[1], unpack(entries)) end
+redis.call('DEL', KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+return #entries
+"""

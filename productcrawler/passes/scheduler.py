@@ -1,0 +1,385 @@
+"""The crawl's scheduler: the pass's ids become requests, and retries and outcomes go back to it.
+
+One scheduler for both passes (``base.Pass``): the database pass of a single
+process and the Redis pass shared by many. It implements Scrapy's
+``BaseScheduler`` directly. (It used to subclass scrapy-redis's ``Scheduler``
+and override every method but ``__len__``: scrapy-redis's queue pops and
+pickles requests and its dupefilter keeps a fingerprint per request, 76.7 MB
+of Redis for a 1,000,000-id pass against 0.13 MB for the pass's bitmap
+(BENCHMARKS.md), and its scheduler calls Redis synchronously from the
+reactor thread. None of it fits a pass of leased ids, so none of it is used.)
+
+How ids flow:
+
+- **Out**: ids are leased from the pass a batch at a time, ahead of need, into
+  a local buffer; ``next_request`` turns the next one into a request with the
+  spider's ``make_request``. The spider hands out nothing itself.
+- **Retries**: a request that comes back (the retry middleware's, with
+  ``meta["retry_delay"]``) is pushed back to the pass, which holds it until
+  it is due (the database pass in memory, the Redis pass in a sorted set
+  scored by the Redis server's clock) and leases it again, to any instance.
+- **Done**: once the pipeline has committed a batch of outcomes
+  (``outcomes_committed``), their ids are acknowledged to the pass, in one
+  call per batch.
+- **Idle**: with nothing leased the scheduler looks at the pass every
+  ``poll_interval`` and wakes the engine when an id comes; the crawl closes
+  only once the pass has nothing more to hand out (or it was replaced, or lost).
+
+Every call to the pass is a coroutine on the reactor's event loop; at most one
+of each kind (lease, push, acknowledge, beat) is in flight, and one that fails
+because the store is away is tried again by the next beat or poll, not at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.exceptions import DontCloseSpider
+from scrapy.utils.defer import deferred_from_coro
+
+from productcrawler import signals as our_signals
+from productcrawler import stat_keys
+from productcrawler.instruments import instruments_for
+from productcrawler.passes import pass_for
+from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
+from productcrawler.retry_policy import RESEND_NOW
+from productcrawler.retry_policy import RETRY_DELAY_META as RETRY_DELAY
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
+
+    from productcrawler.passes.base import Pass
+
+logger = logging.getLogger(__name__)
+
+#: Ids leased per call: small enough that a crash re-fetches little.
+LEASE_BATCH = 32
+#: Lease more once the local buffer is down to this many ids, so that the
+#: engine never waits for the pass while it has ids left.
+REFILL_BELOW = LEASE_BATCH
+#: Seconds between heartbeats of a shared pass (its TTL is the pass's HEARTBEAT_TTL).
+HEARTBEAT_INTERVAL = 2.0
+#: Request meta key: leased here and handed to the engine by the scheduler itself; it stays here.
+_LEASED_HERE = "_productcrawler_leased_here"
+
+
+class PassScheduler(BaseScheduler):
+    def __init__(self, crawler: Crawler, crawl_pass: Pass) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.crawl_pass = crawl_pass
+        self.spider: Spider | None = None
+        self.finished = False  # the pass has nothing more to hand out
+        self.lost = False  # the pass vanished from Redis: stopping, exit 1
+        self._closing = False
+        self._leased: deque[Entry] = deque()
+        self._ready: deque[Request] = deque()  # requests that stay here: re-sends, and the wake-up's
+        self._unacked: list[int] = []
+        self._unpushed: list[tuple[Entry, float]] = []
+        self._tasks: dict[str, asyncio.Future[None]] = {}
+        self._starved = False  # the engine asked and got nothing
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._last_beat = (time.time(), 0)
+        self._store_down_logged = False
+        self._call_duration = instruments_for(crawler).redis_call_duration
+        crawler.signals.connect(self._committed, signal=our_signals.outcomes_committed)
+        crawler.signals.connect(self._idle, signal=signals.spider_idle)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]
+        from productcrawler.spiders.products import ProductsSpider
+
+        if not isinstance(crawler.spider, ProductsSpider):
+            # Another spider of the project (one-URL commands, benchmarks): no pass.
+            from productcrawler.schedulers.local import DelayingScheduler
+
+            return DelayingScheduler.from_crawler(crawler)
+        return cls(crawler, pass_for(crawler))
+
+    # opening and closing
+
+    def open(self, spider: Spider) -> Deferred[None]:
+        # Scrapy waits for this before it reads the spider's start().
+        return deferred_from_coro(self._open(spider))
+
+    async def _open(self, spider: Spider) -> None:
+        self.spider = spider
+        logger.info("%s", await self.crawl_pass.open(fresh=getattr(spider, "fresh", False)))
+        self._start("lease", self._lease_more)
+        if self.crawl_pass.instance is not None:
+            self._every("beat", HEARTBEAT_INTERVAL, self._beat)
+
+    def close(self, reason: str) -> Deferred[None]:
+        return deferred_from_coro(self._close(reason))
+
+    async def _close(self, reason: str) -> None:
+        self._closing = True  # no new calls: what is left is settled here
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        try:
+            if not self.lost:
+                if self._unacked:
+                    await self.crawl_pass.acknowledge(self._take_unacked())
+                if self._unpushed:
+                    retries, self._unpushed = self._unpushed, []
+                    await self.crawl_pass.push(retries)
+            await self.crawl_pass.close(reason, lost=self.lost)
+        except Exception as error:
+            if not self.crawl_pass.is_unavailable(error):
+                raise
+            logger.error("Could not settle with Redis at close (%s); other instances recover this "
+                         "instance's leases once its heartbeat expires", error)
+
+    # calls to the pass and timers
+
+    def _start(self, kind: str, call: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run ``call`` unless a call of this kind is in flight or the scheduler closes."""
+        if kind not in self._tasks and not self._closing:
+            self._tasks[kind] = asyncio.ensure_future(self._guarded(kind, call))
+
+    async def _guarded(self, kind: str, call: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        timed = self._call_duration.time() if self.crawl_pass.instance else contextlib.nullcontext()
+        try:
+            with timed:
+                await call()
+        except Exception as error:
+            if self.crawl_pass.is_unavailable(error):
+                self._store_unavailable(error)
+            else:
+                logger.error("The scheduler's %s call failed", kind, exc_info=True)
+        else:
+            self._store_back()
+        finally:
+            del self._tasks[kind]
+
+    def _every(self, name: str, interval: float, tick: Callable[[], None]) -> None:
+        """Call ``tick`` every ``interval`` seconds until cancelled or closing."""
+        def fire() -> None:
+            del self._timers[name]
+            if not self._closing and not self.lost:
+                self._timers[name] = loop.call_later(interval, fire)
+                tick()
+
+        if name not in self._timers:
+            loop = asyncio.get_event_loop()
+            self._timers[name] = loop.call_later(interval, fire)
+
+    def _stop(self, name: str) -> None:
+        timer = self._timers.pop(name, None)
+        if timer is not None:
+            timer.cancel()
+
+    # requests in
+
+    def enqueue_request(self, request: Request) -> bool:
+        if request.meta.pop(_LEASED_HERE, False) or "product_id" not in request.meta:
+            self._ready.append(request)
+            return True
+        if request.meta.pop(RESEND_NOW, False) and not request.meta.get(RETRY_DELAY):
+            self._ready.append(request)  # still leased to us, and its meta says which proxy failed
+            return True
+        delay = float(request.meta.pop(RETRY_DELAY, 0) or 0)
+        if delay > 0:
+            self.stats.inc_value(stat_keys.RETRY_DELAYED)
+            self.stats.inc_value(stat_keys.RETRY_DELAY_SECONDS, delay)
+        self._unpushed.append((Entry(request.meta["product_id"], request.meta.get("retry_times", 0)), delay))
+        self._start("push", self._push_held)
+        return True
+
+    async def _push_held(self) -> None:
+        """Hand retries to the pass, one at a time; while it is away they wait here (still leased to us)."""
+        while self._unpushed:
+            await self.crawl_pass.push(self._unpushed[:1])
+            del self._unpushed[0]
+            self.stats.inc_value("scheduler/enqueued/pass")
+            self.finished = False  # the pass has something to hand out again
+        if self._starved:
+            self._every("poll", self.crawl_pass.poll_interval, self._poll)
+
+    # requests out
+
+    def next_request(self) -> Request | None:
+        if self._ready:
+            return self._ready.popleft()
+        request = self._from_lease()
+        if len(self._leased) < REFILL_BELOW:
+            self._start("lease", self._lease_more)
+        if request is None:
+            self._starved = True
+            self._every("poll", self.crawl_pass.poll_interval, self._poll)
+        return request
+
+    def _from_lease(self) -> Request | None:
+        if not self._leased:
+            return None
+        entry = self._leased.popleft()
+        request = self.spider.make_request(entry.product_id)  # type: ignore[union-attr]
+        if entry.retry_times:
+            request.meta["retry_times"] = entry.retry_times
+        self.stats.inc_value("scheduler/dequeued/pass")
+        return request
+
+    def has_pending_requests(self) -> bool:
+        return bool(self._leased or self._ready or self._unpushed)
+
+    def __len__(self) -> int:
+        return len(self._leased) + len(self._ready) + len(self._unpushed)
+
+    async def _lease_more(self) -> None:
+        if self.finished or self.lost:
+            return
+        lease = await self.crawl_pass.lease(LEASE_BATCH)
+        self._leased.extend(lease.entries)
+        if not lease.entries:
+            self._pass_status(lease.status)
+        if self._starved and (lease.entries or self.finished):
+            self._wake_engine()
+
+    def _wake_engine(self) -> None:
+        """The engine got nothing last time it asked: hand it a request, or close a finished crawl.
+
+        ``engine.crawl`` is Scrapy's public way to wake the engine; the request
+        comes back through ``enqueue_request``, which keeps it here.
+        """
+        engine = self.crawler.engine
+        if engine is None or engine.spider is None:
+            return
+        request = self._from_lease()
+        if request is not None:
+            self._starved = False
+            self._stop("poll")
+            request.meta[_LEASED_HERE] = True
+            engine.crawl(request)
+        elif self.finished and engine.spider_is_idle():
+            self._stop("poll")
+            deferred_from_coro(engine.close_spider_async(reason="finished"))
+
+    def _poll(self) -> None:
+        self._start("ack", self._flush_acks)
+        self._start("push", self._push_held)
+        if self.finished:
+            self._wake_engine()
+        elif self._holds_nothing():
+            # Whatever the pass still counts as leased to us came from a lease
+            # whose reply was lost (connection cut after the script ran): give
+            # it back, or the pass would wait for it forever.
+            self._start("lease", self._give_back_then_lease)
+        elif len(self._leased) < REFILL_BELOW:
+            self._start("lease", self._lease_more)
+
+    def _holds_nothing(self) -> bool:
+        """Nothing of ours is anywhere but the pass: no request, no outcome to acknowledge, no call."""
+        engine = self.crawler.engine
+        return (engine is not None and engine.spider_is_idle() and not self._leased and not self._unacked
+                and not self._tasks)
+
+    async def _give_back_then_lease(self) -> None:
+        if count := await self.crawl_pass.give_back_lost():
+            logger.warning("Gave back %d ids leased to this instance but never received (a Redis "
+                           "reply lost mid-call); they are fetched again", count)
+        await self._lease_more()
+
+    def _pass_status(self, status: str) -> None:
+        """Act on what the pass says of itself: over (finished or replaced), or lost."""
+        if status in (FINISHED, REPLACED):
+            self.finished = True
+        elif status == LOST and not self.lost:
+            self._pass_lost()
+
+    def _pass_lost(self) -> None:
+        """The pass vanished from Redis: stop, exit 1; never call it complete.
+
+        Rebuilding it here would mean trusting one instance's view of what is
+        done while the others may be rebuilding too; stopping is safe: every
+        committed outcome is in the database, and the next run starts a pass.
+        """
+        self.lost = True
+        logger.error("The pass %d vanished from Redis (a restart without persistence, a flush or a failover "
+                     "to an empty replica?); stopping. Stored outcomes are kept; run the crawl again to "
+                     "start a new pass", self.crawl_pass.pass_id)
+        self.stats.set_value(stat_keys.EXIT_REASON, "redis_pass_lost")
+        for name in list(self._timers):
+            self._stop(name)
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            deferred_from_coro(engine.close_spider_async(reason="redis_pass_lost"))
+
+    # outcomes
+
+    def _committed(self, products: list[Any], failures: list[Any]) -> None:
+        self._unacked.extend(item.product_id for item in products)
+        self._unacked.extend(item.product_id for item in failures)
+        self._start("ack", self._flush_acks)
+
+    async def _flush_acks(self) -> None:
+        while self._unacked:
+            ids = self._take_unacked()
+            try:
+                status = await self.crawl_pass.acknowledge(ids)
+            except Exception:
+                self._unacked[:0] = ids  # committed, so safe to acknowledge later
+                raise
+            if status == FINISHED:
+                self.finished = True
+
+    def _take_unacked(self) -> list[int]:
+        ids, self._unacked = self._unacked, []
+        return ids
+
+    # liveness
+
+    def _beat(self) -> None:
+        outcomes = {key: self.stats.get_value(stat, 0) for key, stat in
+                    (("stored", stat_keys.STORED), ("missing", stat_keys.MISSING), ("failed", stat_keys.FAILED))}
+        done = sum(outcomes.values())
+        now = time.time()
+        rate = (done - self._last_beat[1]) / max(now - self._last_beat[0], 1e-9)
+        self._last_beat = (now, done)
+        self._start("ack", self._flush_acks)
+        self._start("push", self._push_held)
+        status = {**outcomes, "rate": round(rate, 1), "at": now, "host": socket.gethostname(), "pid": os.getpid()}
+        self._start("beat", lambda: self._beat_once(status))
+
+    async def _beat_once(self, status: dict[str, Any]) -> None:
+        pass_status, recovered = await self.crawl_pass.beat(status)
+        if recovered:
+            logger.warning("Recovered %d ids leased by instances that stopped without a goodbye", recovered)
+        self._pass_status(pass_status)
+
+    def _idle(self) -> None:
+        """Nothing to do here right now: close only once the pass has nothing more to hand out."""
+        self._start("ack", self._flush_acks)
+        if self.finished:
+            return
+        if not self.lost:
+            self._starved = True
+            self._every("poll", self.crawl_pass.poll_interval, self._poll)
+        raise DontCloseSpider  # lost: closing already, with its own reason
+
+    def _store_unavailable(self, error: BaseException) -> None:
+        if not self._store_down_logged:
+            logger.warning("Redis is unreachable (%s); retrying, nothing is lost meanwhile", error)
+            self._store_down_logged = True
+            self.stats.set_value(stat_keys.REDIS_OUTAGE, 1)
+        self.stats.inc_value(stat_keys.REDIS_ERRORS)
+
+    def _store_back(self) -> None:
+        if self._store_down_logged:
+            logger.info("Redis is reachable again")
+            self._store_down_logged = False
+            self.stats.set_value(stat_keys.REDIS_OUTAGE, 0)

@@ -223,7 +223,7 @@ def machine() -> dict[str, str]:
         mem_kb = 0
     versions = subprocess.run(
         [PYTHON, "-c", "from importlib.metadata import version as v; "
-         "print(' '.join(f'{n}=={v(n)}' for n in ('scrapy', 'twisted', 'scrapy-redis', 'aiohttp', 'redis', "
+         "print(' '.join(f'{n}=={v(n)}' for n in ('scrapy', 'twisted', 'aiohttp', 'redis', "
          "'pymysql', 'aiomysql')))"], capture_output=True, text=True).stdout.split()
     return {"nproc": str(os.cpu_count()), "cpu": model, "memory": f"{mem_kb / 1024 / 1024:.1f} GiB",
             "python": platform.python_version(), "kernel": platform.release(), "packages": " ".join(versions)}

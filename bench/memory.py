@@ -27,6 +27,7 @@ Target: <= ~100 MB per pass. Everything is deleted afterwards.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import os
@@ -142,30 +143,38 @@ def rss_run(crawler: str, end: int, seconds: float | None, sim: Any, work: Path)
 
 def redis_pass_memory(total: int) -> dict[str, Any]:
     """Drive a whole pass of ``total`` ids through RedisPass and measure its keys at the end."""
+    return asyncio.run(_redis_pass_memory(total))
+
+
+async def _redis_pass_memory(total: int) -> dict[str, Any]:
+    from productcrawler.passes.base import FINISHED
     from productcrawler.passes.redis_pass import RedisPass
+    from productcrawler.redis_connection import async_redis_client
 
     prefix = unique_prefix("benchmem-pass")
-    client = redis_client()
+    client = async_redis_client(REDIS_URL)
     try:
-        redis_pass = RedisPass(client, prefix)
-        redis_pass.open(1, total, fresh=True)
+        redis_pass = RedisPass(client, prefix, 1, total)
+        await redis_pass.open(fresh=True)
         midway: dict[str, int] = {}
         done = 0
+        status = None
         started = time.monotonic()
         while True:
-            entries = redis_pass.pop(1000)
+            entries = (await redis_pass.lease(1000)).entries
             if not entries:
                 break
             if not midway and done >= total // 2:  # leased and not yet acknowledged: mid-pass state
                 midway = redis_keys_memory(prefix)
-            redis_pass.acknowledge([e.product_id for e in entries])
+            status = await redis_pass.acknowledge([e.product_id for e in entries])
             done += len(entries)
         elapsed = time.monotonic() - started
         keys = redis_keys_memory(prefix)
-        return {"design": "RedisPass (this project)", "ids": total, "finished": redis_pass.is_finished(),
+        return {"design": "RedisPass (this project)", "ids": total, "finished": status == FINISHED,
                 "seconds": elapsed, "keys": keys, "bytes": sum(keys.values()),
                 "midway_bytes": sum(midway.values())}
     finally:
+        await client.aclose()
         delete_redis_prefix(prefix)
 
 

@@ -49,7 +49,7 @@ COMPONENTS: list[tuple[str, str]] = [
     ("retry / auth / stats middlewares (ours)", r"productcrawler/(middlewares|retry|stats)"),
     ("cleaning + parse (ours)", r"productcrawler/(cleaning|spiders)"),
     ("storage pipeline + MySQL", r"productcrawler/(pipelines|storage)|pymysql/|twisted/enterprise/"),
-    ("scheduler + pass (Redis)", r"productcrawler/(schedulers|passes)|scrapy_redis/|redis/"),
+    ("scheduler + pass (Redis)", r"productcrawler/passes|redis/"),
     ("other ours", r"productcrawler/"),
     ("aiohttp handler", r"aiohttp/|yarl/|multidict/|scrapy/core/downloader/handlers/"),
     ("Request / Response / Headers", r"scrapy/http/|w3lib/"),

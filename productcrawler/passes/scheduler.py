@@ -118,7 +118,7 @@ class PassScheduler(BaseScheduler):
     async def _open(self, spider: Spider) -> None:
         self.spider = spider
         logger.info("%s", await self.crawl_pass.open(fresh=getattr(spider, "fresh", False)))
-        self._start("lease", self._lease_more)
+        self._lease_soon()
         if self.crawl_pass.instance is not None:
             self._every("beat", HEARTBEAT_INTERVAL, self._beat)
 
@@ -167,6 +167,19 @@ class PassScheduler(BaseScheduler):
         finally:
             del self._tasks[kind]
 
+    # Only with something to do: a call that reached the store is what says it is back.
+    def _acknowledge_soon(self) -> None:
+        if self._unacked:
+            self._start("ack", self._flush_acks)
+
+    def _push_soon(self) -> None:
+        if self._unpushed:
+            self._start("push", self._push_held)
+
+    def _lease_soon(self) -> None:
+        if not self.finished and not self.lost:
+            self._start("lease", self._lease_more)
+
     def _every(self, name: str, interval: float, tick: Callable[[], None]) -> None:
         """Call ``tick`` every ``interval`` seconds until cancelled or closing."""
         def fire() -> None:
@@ -198,7 +211,7 @@ class PassScheduler(BaseScheduler):
             self.stats.inc_value(stat_keys.RETRY_DELAYED)
             self.stats.inc_value(stat_keys.RETRY_DELAY_SECONDS, delay)
         self._unpushed.append((Entry(request.meta["product_id"], request.meta.get("retry_times", 0)), delay))
-        self._start("push", self._push_held)
+        self._push_soon()
         return True
 
     async def _push_held(self) -> None:
@@ -218,7 +231,7 @@ class PassScheduler(BaseScheduler):
             return self._ready.popleft()
         request = self._from_lease()
         if len(self._leased) < REFILL_BELOW:
-            self._start("lease", self._lease_more)
+            self._lease_soon()
         if request is None:
             self._starved = True
             self._every("poll", self.crawl_pass.poll_interval, self._poll)
@@ -241,8 +254,6 @@ class PassScheduler(BaseScheduler):
         return len(self._leased) + len(self._ready) + len(self._unpushed)
 
     async def _lease_more(self) -> None:
-        if self.finished or self.lost:
-            return
         lease = await self.crawl_pass.lease(LEASE_BATCH)
         self._leased.extend(lease.entries)
         if not lease.entries:
@@ -270,8 +281,8 @@ class PassScheduler(BaseScheduler):
             deferred_from_coro(engine.close_spider_async(reason="finished"))
 
     def _poll(self) -> None:
-        self._start("ack", self._flush_acks)
-        self._start("push", self._push_held)
+        self._acknowledge_soon()
+        self._push_soon()
         if self.finished:
             self._wake_engine()
         elif self._holds_nothing():
@@ -280,7 +291,7 @@ class PassScheduler(BaseScheduler):
             # it back, or the pass would wait for it forever.
             self._start("lease", self._give_back_then_lease)
         elif len(self._leased) < REFILL_BELOW:
-            self._start("lease", self._lease_more)
+            self._lease_soon()
 
     def _holds_nothing(self) -> bool:
         """Nothing of ours is anywhere but the pass: no request, no outcome to acknowledge, no call."""
@@ -324,7 +335,7 @@ class PassScheduler(BaseScheduler):
     def _committed(self, products: list[Any], failures: list[Any]) -> None:
         self._unacked.extend(item.product_id for item in products)
         self._unacked.extend(item.product_id for item in failures)
-        self._start("ack", self._flush_acks)
+        self._acknowledge_soon()
 
     async def _flush_acks(self) -> None:
         while self._unacked:
@@ -350,8 +361,8 @@ class PassScheduler(BaseScheduler):
         now = time.time()
         rate = (done - self._last_beat[1]) / max(now - self._last_beat[0], 1e-9)
         self._last_beat = (now, done)
-        self._start("ack", self._flush_acks)
-        self._start("push", self._push_held)
+        self._acknowledge_soon()
+        self._push_soon()
         status = {**outcomes, "rate": round(rate, 1), "at": now, "host": socket.gethostname(), "pid": os.getpid()}
         self._start("beat", lambda: self._beat_once(status))
 
@@ -363,7 +374,7 @@ class PassScheduler(BaseScheduler):
 
     def _idle(self) -> None:
         """Nothing to do here right now: close only once the pass has nothing more to hand out."""
-        self._start("ack", self._flush_acks)
+        self._acknowledge_soon()
         if self.finished:
             return
         if not self.lost:

@@ -7,17 +7,8 @@ from datetime import timedelta
 from decimal import Decimal
 
 from productcrawler.items import MISSING, FailureItem, ProductItem
-from productcrawler.storage.database import (
-    DatabaseTarget,
-    done_count,
-    done_ids,
-    ensure_schema,
-    finish_pass,
-    open_pass,
-    outcome_counts,
-    utcnow,
-    write_batch,
-)
+from productcrawler.passes.database_sql import done_count, done_ids, finish_pass, open_pass, outcome_counts
+from productcrawler.storage.database import DatabaseTarget, ensure_schema, utcnow, write_batch
 
 
 def product(product_id: int, fetched_at) -> ProductItem:

@@ -209,7 +209,7 @@ def test_a_store_away_is_logged_once_and_the_next_poll_tries_again(make_schedule
     scheduler, crawl_pass, _ = make_scheduler([])
     crawl_pass.ids = [5, 6]
     crawl_pass.unavailable = 3
-    with caplog.at_level(logging.INFO, logger="productcrawler.passes.scheduler"):
+    with caplog.at_level(logging.INFO, logger="productcrawler.passes"):
         assert scheduler.next_request() is None
         run(asyncio.sleep(0.2))
     assert [r.getMessage() for r in caplog.records if "unreachable" in r.getMessage()] == [

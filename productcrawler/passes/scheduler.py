@@ -2,12 +2,7 @@
 
 One scheduler for both passes (``base.Pass``): the database pass of a single
 process and the Redis pass shared by many. It implements Scrapy's
-``BaseScheduler`` directly. (It used to subclass scrapy-redis's ``Scheduler``
-and override every method but ``__len__``: scrapy-redis's queue pops and
-pickles requests and its dupefilter keeps a fingerprint per request, 76.7 MB
-of Redis for a 1,000,000-id pass against 0.13 MB for the pass's bitmap
-(BENCHMARKS.md), and its scheduler calls Redis synchronously from the
-reactor thread. None of it fits a pass of leased ids, so none of it is used.)
+``BaseScheduler`` directly, not scrapy-redis's: see README, "Why not scrapy-redis".
 
 How ids flow:
 
@@ -25,15 +20,11 @@ How ids flow:
   ``poll_interval`` and wakes the engine when an id comes; the crawl closes
   only once the pass has nothing more to hand out (or it was replaced, or lost).
 
-Every call to the pass is a coroutine on the reactor's event loop; at most one
-of each kind (lease, push, acknowledge, beat) is in flight, and one that fails
-because the store is away is tried again by the next beat or poll, not at once.
+Calls to the pass never make Scrapy wait: ``calls.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -51,12 +42,11 @@ from productcrawler import stat_keys
 from productcrawler.instruments import instruments_for
 from productcrawler.passes import pass_for
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
+from productcrawler.passes.calls import PassCalls
 from productcrawler.retry_policy import RESEND_NOW
 from productcrawler.retry_policy import RETRY_DELAY_META as RETRY_DELAY
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine
-
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from twisted.internet.defer import Deferred
@@ -84,17 +74,13 @@ class PassScheduler(BaseScheduler):
         self.spider: Spider | None = None
         self.finished = False  # the pass has nothing more to hand out
         self.lost = False  # the pass vanished from Redis: stopping, exit 1
-        self._closing = False
         self._leased: deque[Entry] = deque()
         self._ready: deque[Request] = deque()  # requests that stay here: re-sends, and the wake-up's
         self._unacked: list[int] = []
         self._unpushed: list[tuple[Entry, float]] = []
-        self._tasks: dict[str, asyncio.Future[None]] = {}
         self._starved = False  # the engine asked and got nothing
-        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._last_beat = (time.time(), 0)
-        self._store_down_logged = False
-        self._call_duration = instruments_for(crawler).redis_call_duration
+        self._calls = PassCalls(crawl_pass, crawler.stats, instruments_for(crawler).redis_call_duration)
         crawler.signals.connect(self._committed, signal=our_signals.outcomes_committed)
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
 
@@ -120,17 +106,13 @@ class PassScheduler(BaseScheduler):
         logger.info("%s", await self.crawl_pass.open(fresh=getattr(spider, "fresh", False)))
         self._lease_soon()
         if self.crawl_pass.instance is not None:
-            self._every("beat", HEARTBEAT_INTERVAL, self._beat)
+            self._calls.every("beat", HEARTBEAT_INTERVAL, self._beat)
 
     def close(self, reason: str) -> Deferred[None]:
         return deferred_from_coro(self._close(reason))
 
     async def _close(self, reason: str) -> None:
-        self._closing = True  # no new calls: what is left is settled here
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        await self._calls.close()  # no new calls: what is left is settled here
         try:
             if not self.lost:
                 if self._unacked:
@@ -145,57 +127,18 @@ class PassScheduler(BaseScheduler):
             logger.error("Could not settle with Redis at close (%s); other instances recover this "
                          "instance's leases once its heartbeat expires", error)
 
-    # calls to the pass and timers
-
-    def _start(self, kind: str, call: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Run ``call`` unless a call of this kind is in flight or the scheduler closes."""
-        if kind not in self._tasks and not self._closing:
-            self._tasks[kind] = asyncio.ensure_future(self._guarded(kind, call))
-
-    async def _guarded(self, kind: str, call: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        timed = self._call_duration.time() if self.crawl_pass.instance else contextlib.nullcontext()
-        try:
-            with timed:
-                await call()
-        except Exception as error:
-            if self.crawl_pass.is_unavailable(error):
-                self._store_unavailable(error)
-            else:
-                logger.error("The scheduler's %s call failed", kind, exc_info=True)
-        else:
-            self._store_back()
-        finally:
-            del self._tasks[kind]
-
     # Only with something to do: a call that reached the store is what says it is back.
     def _acknowledge_soon(self) -> None:
         if self._unacked:
-            self._start("ack", self._flush_acks)
+            self._calls.start("ack", self._flush_acks)
 
     def _push_soon(self) -> None:
         if self._unpushed:
-            self._start("push", self._push_held)
+            self._calls.start("push", self._push_held)
 
     def _lease_soon(self) -> None:
         if not self.finished and not self.lost:
-            self._start("lease", self._lease_more)
-
-    def _every(self, name: str, interval: float, tick: Callable[[], None]) -> None:
-        """Call ``tick`` every ``interval`` seconds until cancelled or closing."""
-        def fire() -> None:
-            del self._timers[name]
-            if not self._closing and not self.lost:
-                self._timers[name] = loop.call_later(interval, fire)
-                tick()
-
-        if name not in self._timers:
-            loop = asyncio.get_event_loop()
-            self._timers[name] = loop.call_later(interval, fire)
-
-    def _stop(self, name: str) -> None:
-        timer = self._timers.pop(name, None)
-        if timer is not None:
-            timer.cancel()
+            self._calls.start("lease", self._lease_more)
 
     # requests in
 
@@ -222,7 +165,7 @@ class PassScheduler(BaseScheduler):
             self.stats.inc_value("scheduler/enqueued/pass")
             self.finished = False  # the pass has something to hand out again
         if self._starved:
-            self._every("poll", self.crawl_pass.poll_interval, self._poll)
+            self._calls.every("poll", self.crawl_pass.poll_interval, self._poll)
 
     # requests out
 
@@ -234,7 +177,7 @@ class PassScheduler(BaseScheduler):
             self._lease_soon()
         if request is None:
             self._starved = True
-            self._every("poll", self.crawl_pass.poll_interval, self._poll)
+            self._calls.every("poll", self.crawl_pass.poll_interval, self._poll)
         return request
 
     def _from_lease(self) -> Request | None:
@@ -273,11 +216,11 @@ class PassScheduler(BaseScheduler):
         request = self._from_lease()
         if request is not None:
             self._starved = False
-            self._stop("poll")
+            self._calls.stop("poll")
             request.meta[_LEASED_HERE] = True
             engine.crawl(request)
         elif self.finished and engine.spider_is_idle():
-            self._stop("poll")
+            self._calls.stop("poll")
             deferred_from_coro(engine.close_spider_async(reason="finished"))
 
     def _poll(self) -> None:
@@ -289,7 +232,7 @@ class PassScheduler(BaseScheduler):
             # Whatever the pass still counts as leased to us came from a lease
             # whose reply was lost (connection cut after the script ran): give
             # it back, or the pass would wait for it forever.
-            self._start("lease", self._give_back_then_lease)
+            self._calls.start("lease", self._give_back_then_lease)
         elif len(self._leased) < REFILL_BELOW:
             self._lease_soon()
 
@@ -297,7 +240,7 @@ class PassScheduler(BaseScheduler):
         """Nothing of ours is anywhere but the pass: no request, no outcome to acknowledge, no call."""
         engine = self.crawler.engine
         return (engine is not None and engine.spider_is_idle() and not self._leased and not self._unacked
-                and not self._tasks)
+                and not self._calls.in_flight)
 
     async def _give_back_then_lease(self) -> None:
         if count := await self.crawl_pass.give_back_lost():
@@ -324,8 +267,8 @@ class PassScheduler(BaseScheduler):
                      "to an empty replica?); stopping. Stored outcomes are kept; run the crawl again to "
                      "start a new pass", self.crawl_pass.pass_id)
         self.stats.set_value(stat_keys.EXIT_REASON, "redis_pass_lost")
-        for name in list(self._timers):
-            self._stop(name)
+        for name in ("beat", "poll"):
+            self._calls.stop(name)
         engine = self.crawler.engine
         if engine is not None and engine.spider is not None:
             deferred_from_coro(engine.close_spider_async(reason="redis_pass_lost"))
@@ -364,7 +307,7 @@ class PassScheduler(BaseScheduler):
         self._acknowledge_soon()
         self._push_soon()
         status = {**outcomes, "rate": round(rate, 1), "at": now, "host": socket.gethostname(), "pid": os.getpid()}
-        self._start("beat", lambda: self._beat_once(status))
+        self._calls.start("beat", lambda: self._beat_once(status))
 
     async def _beat_once(self, status: dict[str, Any]) -> None:
         pass_status, recovered = await self.crawl_pass.beat(status)
@@ -379,18 +322,5 @@ class PassScheduler(BaseScheduler):
             return
         if not self.lost:
             self._starved = True
-            self._every("poll", self.crawl_pass.poll_interval, self._poll)
+            self._calls.every("poll", self.crawl_pass.poll_interval, self._poll)
         raise DontCloseSpider  # lost: closing already, with its own reason
-
-    def _store_unavailable(self, error: BaseException) -> None:
-        if not self._store_down_logged:
-            logger.warning("Redis is unreachable (%s); retrying, nothing is lost meanwhile", error)
-            self._store_down_logged = True
-            self.stats.set_value(stat_keys.REDIS_OUTAGE, 1)
-        self.stats.inc_value(stat_keys.REDIS_ERRORS)
-
-    def _store_back(self) -> None:
-        if self._store_down_logged:
-            logger.info("Redis is reachable again")
-            self._store_down_logged = False
-            self.stats.set_value(stat_keys.REDIS_OUTAGE, 0)

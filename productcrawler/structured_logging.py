@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from productcrawler.config import ConfigError
+from productcrawler.instance import instance_name
 from productcrawler.passes import built_pass
 
 if TYPE_CHECKING:
@@ -67,7 +67,6 @@ class CrawlFields(logging.Filter):
     def __init__(self) -> None:
         super().__init__()
         self.crawler: Crawler | None = None
-        self._instance = f"{socket.gethostname()}:{os.getpid()}"
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
@@ -76,8 +75,7 @@ class CrawlFields(logging.Filter):
         crawl_pass = None if self.crawler is None else built_pass(self.crawler)
         if crawl_pass is not None and crawl_pass.pass_id is not None:
             record.pass_id = crawl_pass.pass_id
-        # A shared pass names this instance as Redis and `scrapy progress` do.
-        record.instance = getattr(crawl_pass, "instance", None) or self._instance
+        record.instance = instance_name()
         return True
 
     @staticmethod

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 def run(scenario: Callable[[redis.asyncio.Redis], Awaitable[None]]) -> None:
-    """Run ``scenario`` with an asyncio client of the real Redis, on a loop of its own."""
+    """Run ``scenario`` with an asyncio client of the real Redis, on the asyncio reactor's loop
+    (what the crawl runs it on; ``asyncio.run`` would also unset that loop for the next tests)."""
     async def main() -> None:
         client = redis.asyncio.Redis.from_url(REDIS_URL)
         try:
@@ -26,14 +27,14 @@ def run(scenario: Callable[[redis.asyncio.Redis], Awaitable[None]]) -> None:
         finally:
             await client.aclose()
 
-    asyncio.run(main())
+    asyncio.get_event_loop().run_until_complete(main())
 
 
 def test_reading_the_state_does_not_move_an_instance_onto_a_newer_pass(redis_prefix):
     async def scenario(client):
         first = RedisPass(client, redis_prefix, 1, 100)
         await first.open(fresh=False)
-        await RedisPass(client, redis_prefix, 1, 100).open(fresh=True)  # another instance replaces it
+        await RedisPass(client, redis_prefix, 1, 100, instance="other").open(fresh=True)  # another instance replaces it
         state = await first.state()
         assert state is not None and state.pass_id == 2  # what Redis has now...
         assert first.pass_id == 1  # ...but this instance still works on (and stops with) its own
@@ -75,11 +76,11 @@ def test_a_retry_is_leased_again_only_once_due_and_with_its_retry_count(redis_pr
 
 def test_a_dead_instances_leases_are_recovered_by_a_live_one(redis_prefix):
     async def scenario(client):
-        dead = RedisPass(client, redis_prefix, 1, 10)
+        dead = RedisPass(client, redis_prefix, 1, 10, instance="dead")
         await dead.open(fresh=False)
         taken = [entry.product_id for entry in (await dead.lease(4)).entries]
         await client.delete(dead.heartbeat_key())  # killed: its heartbeat expired
-        alive = RedisPass(client, redis_prefix, 1, 10)
+        alive = RedisPass(client, redis_prefix, 1, 10, instance="alive")
         await alive.open(fresh=False)
         status, recovered = await alive.beat({})
         assert (status, recovered) == (RUNNING, 4)
@@ -90,7 +91,7 @@ def test_a_dead_instances_leases_are_recovered_by_a_live_one(redis_prefix):
 
 def test_a_fresh_pass_replacing_one_with_no_live_instance_leaves_no_key_without_ttl(redis_prefix):
     async def scenario(client):
-        dead = RedisPass(client, redis_prefix, 1, 100)
+        dead = RedisPass(client, redis_prefix, 1, 100, instance="dead")
         await dead.open(fresh=False)
         entries = (await dead.lease(5)).entries
         await dead.push([(Entry(entries[0].product_id, 1), 60)])  # a retry waiting
@@ -100,7 +101,7 @@ def test_a_fresh_pass_replacing_one_with_no_live_instance_leaves_no_key_without_
         old_keys = [key async for key in client.scan_iter(f"{{{redis_prefix}}}:products:pass:1:*")]
         assert len(old_keys) >= 5  # queue, delayed, done, done_count, instances, inflight
 
-        fresh = RedisPass(client, redis_prefix, 1, 100)
+        fresh = RedisPass(client, redis_prefix, 1, 100, instance="fresh")
         await fresh.open(fresh=True)
         assert fresh.pass_id == 2
         for key in old_keys:
@@ -115,7 +116,7 @@ def test_instances_given_fresh_together_start_one_pass(redis_prefix):
         await finished.open(fresh=False)
         await finished.acknowledge([e.product_id for e in (await finished.lease(50)).entries])
         clients = [redis.asyncio.Redis.from_url(REDIS_URL) for _ in range(3)]
-        instances = [RedisPass(c, redis_prefix, 1, 50) for c in clients]
+        instances = [RedisPass(c, redis_prefix, 1, 50, instance=f"i{n}") for n, c in enumerate(clients)]
         await asyncio.gather(*(instance.open(fresh=True) for instance in instances))
         assert [instance.pass_id for instance in instances] == [2, 2, 2]
         for c in clients:
@@ -135,7 +136,7 @@ def test_a_pass_whose_keys_vanished_is_lost_not_finished(redis_prefix):
         assert await redis_pass.lease(10) == Lease([], LOST)
         assert await redis_pass.acknowledge([1, 2]) == RUNNING  # not counted: the next look says lost
         # A new pass that happens to get the same id is still not ours.
-        await RedisPass(client, redis_prefix, 1, 100).open(fresh=False)
+        await RedisPass(client, redis_prefix, 1, 100, instance="new").open(fresh=False)
         assert await redis_pass.status() == LOST
         sync.close()
 

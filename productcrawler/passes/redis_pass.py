@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import redis
 
+from productcrawler.instance import instance_name
 from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
 
@@ -78,12 +77,12 @@ class RedisPass:
     row_stamp = None  # rows carry no pass: its ledger is here (and its ids are not ``crawl_passes``')
 
     def __init__(self, client: AsyncClient, prefix: str, start_id: int, end_id: int,
-                 spider_name: str = "products") -> None:
+                 spider_name: str = "products", instance: str | None = None) -> None:
         self.client = client
         # One hash tag for every key: a Redis Cluster keeps them in one slot,
         # so each script's keys are on one node (no CROSSSLOT).
         self.base = f"{{{prefix}}}:{spider_name}"
-        self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.instance = instance or instance_name()
         self.start_id, self.end_id = start_id, end_id
         self.total = end_id - start_id + 1
         self.pass_id: int | None = None

@@ -7,6 +7,7 @@ tests that quietly did not run would say nothing.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -32,6 +33,9 @@ REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/0")
 CATALOG_VERSION = 490000
 
 
+REACTOR_LOOP: asyncio.AbstractEventLoop | None = None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # The crawl's reactor, installed before any test module imports
     # twisted.internet.reactor (which would install the default one): Scrapy's
@@ -39,6 +43,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # without this a component's reactor check depends on the order of the tests.
     from scrapy.utils.reactor import install_reactor
 
+    # Its event loop is the one unit tests of the pass and scheduler run on (tests.helpers.on_reactor_loop).
+    global REACTOR_LOOP
+    REACTOR_LOOP = asyncio.new_event_loop()
+    asyncio.set_event_loop(REACTOR_LOOP)
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
 
 

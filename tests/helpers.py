@@ -7,6 +7,7 @@ under a heading of their own; don't reorganise what is here.
 from __future__ import annotations
 
 import ast
+import asyncio
 import random
 import re
 import subprocess
@@ -346,3 +347,17 @@ class LaggyTcpProxy:
             chunks.put((time.monotonic() + self.delay, data))
             if not data:
                 return
+
+
+def on_reactor_loop(coroutine: Any) -> Any:
+    """Run ``coroutine`` to its end on the asyncio reactor's event loop (the reactor itself is not running).
+
+    The loop a crawl runs the pass and scheduler on: Deferreds from the
+    database pool's threads arrive there. Set as the current loop first,
+    because tests that use ``asyncio.run`` leave none set.
+    """
+    from tests import conftest
+
+    assert conftest.REACTOR_LOOP is not None
+    asyncio.set_event_loop(conftest.REACTOR_LOOP)
+    return conftest.REACTOR_LOOP.run_until_complete(coroutine)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 from scrapy.settings import Settings
@@ -19,13 +19,10 @@ from productcrawler.items import MISSING, FailureItem, ProductItem
 from productcrawler.passes.base import FINISHED, RUNNING, Entry
 from productcrawler.passes.database import DatabasePass
 from productcrawler.storage.database import Database, DatabaseTarget, utcnow, write_batch
+from tests.helpers import on_reactor_loop
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-
-def run(coroutine: Any) -> Any:
-    return asyncio.get_event_loop().run_until_complete(coroutine)
 
 
 @pytest.fixture(params=["sqlite", "mysql"])
@@ -52,56 +49,56 @@ def store(database: Database, crawl_pass: DatabasePass, stored: list[int], missi
     now = utcnow()
     products = [ProductItem(i, f"product {i}", Decimal("1.00"), 1, None, None, None, None, now) for i in stored]
     failures = [(FailureItem(i, MISSING, 404, "not_found", 1), now) for i in missing]
-    run(maybe_deferred_to_future(database.run(write_batch, products, failures, crawl_pass.row_stamp)))
+    on_reactor_loop(maybe_deferred_to_future(database.run(write_batch, products, failures, crawl_pass.row_stamp)))
 
 
 def lease_all(crawl_pass: DatabasePass) -> list[int]:
     ids = []
-    while entries := run(crawl_pass.lease(7)).entries:
+    while entries := on_reactor_loop(crawl_pass.lease(7)).entries:
         ids += [entry.product_id for entry in entries]
     return ids
 
 
 def test_a_new_pass_hands_out_every_id_once_then_says_finished(database):
     crawl_pass = new_pass(database, 1, 20)
-    assert run(crawl_pass.open(fresh=False)) == "Starting pass 1 over ids 1..20"
+    assert on_reactor_loop(crawl_pass.open(fresh=False)) == "Starting pass 1 over ids 1..20"
     assert lease_all(crawl_pass) == list(range(1, 21))
-    assert run(crawl_pass.lease(7)).status == FINISHED
+    assert on_reactor_loop(crawl_pass.lease(7)).status == FINISHED
 
 
 def test_a_resumed_pass_hands_out_only_the_ids_without_a_row_of_this_pass(database):
     first = new_pass(database, 1, 20)
-    run(first.open(fresh=False))
+    on_reactor_loop(first.open(fresh=False))
     store(database, first, stored=[1, 2, 3, 10], missing=[4, 20])
-    assert not run(first.close("shutdown", lost=False))  # 6 of 20: not complete
+    assert not on_reactor_loop(first.close("shutdown", lost=False))  # 6 of 20: not complete
 
     resumed = new_pass(database, 1, 20)
-    assert run(resumed.open(fresh=False)) == "Resuming pass 1 over ids 1..20: 6 of 20 already done"
+    assert on_reactor_loop(resumed.open(fresh=False)) == "Resuming pass 1 over ids 1..20: 6 of 20 already done"
     assert resumed.pass_id == 1 and resumed.done(0) == 6
     owed = lease_all(resumed)
     assert owed == [i for i in range(1, 21) if i not in (1, 2, 3, 4, 10, 20)]
     store(database, resumed, stored=owed, missing=[])
-    assert run(resumed.close("finished", lost=False))
+    assert on_reactor_loop(resumed.close("finished", lost=False))
 
     after = new_pass(database, 1, 20)  # the pass is finished: the next run starts another
-    assert run(after.open(fresh=False)) == "Starting pass 2 over ids 1..20"
+    assert on_reactor_loop(after.open(fresh=False)) == "Starting pass 2 over ids 1..20"
     assert len(lease_all(after)) == 20
 
 
 def test_fresh_abandons_an_unfinished_pass(database):
-    run(new_pass(database, 1, 5).open(fresh=False))
+    on_reactor_loop(new_pass(database, 1, 5).open(fresh=False))
     fresh = new_pass(database, 1, 5)
-    assert run(fresh.open(fresh=True)) == "Starting pass 2 over ids 1..5"
+    assert on_reactor_loop(fresh.open(fresh=True)) == "Starting pass 2 over ids 1..5"
 
 
 def test_a_retry_is_held_until_due_and_the_pass_is_not_finished_while_one_waits(database):
     crawl_pass = new_pass(database, 1, 2)
-    run(crawl_pass.open(fresh=False))
+    on_reactor_loop(crawl_pass.open(fresh=False))
     assert lease_all(crawl_pass) == [1, 2]
-    run(crawl_pass.push([(Entry(2, 1), 0.2), (Entry(1, 3), 0.0)]))
-    assert run(crawl_pass.lease(7)).entries == [Entry(1, 3)]
-    waiting = run(crawl_pass.lease(7))
+    on_reactor_loop(crawl_pass.push([(Entry(2, 1), 0.2), (Entry(1, 3), 0.0)]))
+    assert on_reactor_loop(crawl_pass.lease(7)).entries == [Entry(1, 3)]
+    waiting = on_reactor_loop(crawl_pass.lease(7))
     assert (waiting.entries, waiting.status) == ([], RUNNING)
-    run(asyncio.sleep(0.25))
-    assert run(crawl_pass.lease(7)).entries == [Entry(2, 1)]
-    assert run(crawl_pass.lease(7)).status == FINISHED
+    on_reactor_loop(asyncio.sleep(0.25))
+    assert on_reactor_loop(crawl_pass.lease(7)).entries == [Entry(2, 1)]
+    assert on_reactor_loop(crawl_pass.lease(7)).status == FINISHED

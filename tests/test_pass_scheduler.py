@@ -22,6 +22,7 @@ from productcrawler.passes.base import FINISHED, LOST, RUNNING, Entry, Lease
 from productcrawler.passes.scheduler import LEASE_BATCH, PassScheduler
 from productcrawler.retry_policy import RESEND_NOW, RETRY_DELAY_META
 from productcrawler.spiders.products import ProductsSpider
+from tests.helpers import on_reactor_loop
 
 
 class PassInMemory:
@@ -106,11 +107,6 @@ class IdleEngine:
         self.closed.append(reason)
 
 
-def run(coroutine: Any) -> Any:
-    # The asyncio reactor's loop (conftest installs it): what the scheduler's calls run on in a crawl.
-    return asyncio.get_event_loop().run_until_complete(coroutine)
-
-
 async def settle() -> None:
     for _ in range(5):
         await asyncio.sleep(0)
@@ -127,14 +123,14 @@ def make_scheduler():
         crawler.engine = IdleEngine(spider)
         crawl_pass = PassInMemory(ids)
         scheduler = crawler.engine.scheduler = PassScheduler(crawler, crawl_pass)
-        run(scheduler._open(spider))
-        run(settle())
+        on_reactor_loop(scheduler._open(spider))
+        on_reactor_loop(settle())
         schedulers.append(scheduler)
         return scheduler, crawl_pass, spider
 
     yield make
     for scheduler in schedulers:
-        run(scheduler._close("test"))
+        on_reactor_loop(scheduler._close("test"))
 
 
 def test_ids_are_leased_ahead_and_become_the_spiders_requests_in_order(make_scheduler):
@@ -144,7 +140,7 @@ def test_ids_are_leased_ahead_and_become_the_spiders_requests_in_order(make_sche
     for _ in range(100):
         request = scheduler.next_request()
         if request is None:
-            run(settle())
+            on_reactor_loop(settle())
             request = scheduler.next_request()
         requests.append(request)
     assert [r.meta["product_id"] for r in requests] == list(range(1, 101))
@@ -158,7 +154,7 @@ def test_a_retry_goes_back_to_the_pass_with_its_delay_and_count(make_scheduler):
     request.meta.update({"retry_times": 1, RETRY_DELAY_META: 1.5})
     assert scheduler.enqueue_request(request)
     assert scheduler.has_pending_requests()  # not idle until the pass has it
-    run(settle())
+    on_reactor_loop(settle())
     assert crawl_pass.pushed == [(Entry(2, 1), 1.5)]
     assert scheduler.stats.get_value(stat_keys.RETRY_DELAYED) == 1
     assert scheduler.stats.get_value(stat_keys.RETRY_DELAY_SECONDS) == 1.5
@@ -170,7 +166,7 @@ def test_a_proxy_resend_stays_here_and_is_sent_next(make_scheduler):
     request.meta[RESEND_NOW] = True
     scheduler.enqueue_request(request)
     assert scheduler.next_request() is request
-    run(settle())
+    on_reactor_loop(settle())
     assert crawl_pass.pushed == []
 
 
@@ -178,7 +174,7 @@ def test_committed_outcomes_are_acknowledged_in_one_call_per_batch(make_schedule
     scheduler, crawl_pass, _ = make_scheduler([1, 2, 3])
     outcomes = [FailureItem(i, MISSING, 404, "not_found", 1) for i in (1, 2, 3)]
     scheduler._committed([], outcomes)
-    run(settle())
+    on_reactor_loop(settle())
     assert crawl_pass.acknowledged == [[1, 2, 3]]
 
 
@@ -187,7 +183,7 @@ def test_the_crawl_stays_open_until_the_pass_has_nothing_more_to_hand_out(make_s
     with pytest.raises(DontCloseSpider):
         scheduler._idle()  # more may come (a retry, another instance's dead leases)
     crawl_pass.status_when_empty = FINISHED
-    run(asyncio.sleep(0.05))  # the idle poll looks again
+    on_reactor_loop(asyncio.sleep(0.05))  # the idle poll looks again
     assert scheduler.finished
     scheduler._idle()  # no DontCloseSpider: the engine may close
 
@@ -196,12 +192,12 @@ def test_a_lost_pass_stops_the_crawl_and_is_never_called_complete(make_scheduler
     scheduler, crawl_pass, _ = make_scheduler([])
     crawl_pass.status_when_empty = LOST
     scheduler.next_request()
-    run(asyncio.sleep(0.05))
+    on_reactor_loop(asyncio.sleep(0.05))
     assert scheduler.lost and not scheduler.finished
     assert scheduler.stats.get_value(stat_keys.EXIT_REASON) == "redis_pass_lost"
     with pytest.raises(DontCloseSpider):
         scheduler._idle()  # closing already, with its own reason
-    run(scheduler._close("redis_pass_lost"))
+    on_reactor_loop(scheduler._close("redis_pass_lost"))
     assert crawl_pass.calls[-1] == ("close", True)
 
 
@@ -211,7 +207,7 @@ def test_a_store_away_is_logged_once_and_the_next_poll_tries_again(make_schedule
     crawl_pass.unavailable = 3
     with caplog.at_level(logging.INFO, logger="productcrawler.passes"):
         assert scheduler.next_request() is None
-        run(asyncio.sleep(0.2))
+        on_reactor_loop(asyncio.sleep(0.2))
     assert [r.getMessage() for r in caplog.records if "unreachable" in r.getMessage()] == [
         "Redis is unreachable (Connection refused); retrying, nothing is lost meanwhile"]
     assert scheduler.stats.get_value(stat_keys.REDIS_ERRORS) == 3
@@ -227,9 +223,9 @@ def test_close_acknowledges_and_pushes_what_is_left_then_closes_the_pass(make_sc
     retry = spider.make_request(2)
     retry.meta[RETRY_DELAY_META] = 3.0
     scheduler.enqueue_request(retry)
-    run(settle())
+    on_reactor_loop(settle())
     assert crawl_pass.acknowledged == [] and crawl_pass.pushed == []
-    run(scheduler._close("shutdown"))
+    on_reactor_loop(scheduler._close("shutdown"))
     assert crawl_pass.acknowledged == [[1]]
     assert crawl_pass.pushed == [(Entry(2, 0), 3.0)]
     assert crawl_pass.calls[-1] == ("close", False)

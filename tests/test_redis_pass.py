@@ -11,7 +11,7 @@ import redis.asyncio
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
 from productcrawler.passes.redis_pass import FINISHED_TTL, RedisPass
 from tests.conftest import REDIS_URL
-from tests.helpers import redis_keys
+from tests.helpers import on_reactor_loop, redis_keys
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -27,7 +27,7 @@ def run(scenario: Callable[[redis.asyncio.Redis], Awaitable[None]]) -> None:
         finally:
             await client.aclose()
 
-    asyncio.get_event_loop().run_until_complete(main())
+    on_reactor_loop(main())
 
 
 def test_reading_the_state_does_not_move_an_instance_onto_a_newer_pass(redis_prefix):

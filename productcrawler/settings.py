@@ -43,7 +43,7 @@ DOWNLOADER_MIDDLEWARES = {
     # Ours extends Scrapy's at the same place: each retry waits (Retry-After,
     # or backoff with jitter) in the scheduler. Scrapy's RETRY_* settings apply.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
-    "productcrawler.middlewares.retry.ApiRetryMiddleware": 550,
+    "productcrawler.retry.middleware.ApiRetryMiddleware": 550,
     "productcrawler.middlewares.auth.ApiKeyMiddleware": 590,
     # Off unless PROXY_URLS is set: picks a healthy proxy before the rate limit's token.
     "productcrawler.proxies.middleware.ProxyMiddleware": 800,

@@ -15,7 +15,7 @@ from twisted.python.failure import Failure
 
 from productcrawler import stat_keys
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
-from productcrawler.retry_policy import RetryPolicy
+from productcrawler.retry.policy import RetryPolicy
 from productcrawler.spiders.products import ProductsSpider
 from simulator import catalog
 

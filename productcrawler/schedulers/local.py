@@ -11,7 +11,7 @@ from twisted.internet import reactor
 from productcrawler import stat_keys
 
 # Request meta key: seconds to hold the request before it may be sent (set by the retry policy).
-from productcrawler.retry_policy import RETRY_DELAY_META as RETRY_DELAY
+from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -1,5 +1,5 @@
 # productcrawler: one crawl process per container; configuration by environment
-# (the names of productcrawler/config.py). Build: docker build -t productcrawler .
+# (the names of productcrawler/config/defaults.py). Build: docker build -t productcrawler .
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -101,7 +101,7 @@ SCHEDULER = "productcrawler.schedulers.PassScheduler"
 # The pass ledger hands out each id once; a fingerprint set would grow with the range.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 
-# The wholesale-failure guard (extensions/guard.py); its thresholds are GUARD_* in config.py.
+# The wholesale-failure guard (extensions/guard.py); its thresholds are GUARD_* in config/defaults.py.
 GUARD_ENABLED = True
 
 # The token bucket (middlewares/ratelimit.py) is the hard cap on requests sent.

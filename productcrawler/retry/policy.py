@@ -15,7 +15,7 @@ it. Nothing here sleeps: the delay is data, the scheduler enforces it (and
 counts it, once, in ``productcrawler/retry/delayed*``).
 
 Scrapy's retry settings are honoured: ``RETRY_ENABLED``, ``RETRY_TIMES`` (see
-:func:`~productcrawler.config.max_retries` for how it meets ``MAX_RETRIES``),
+:func:`~productcrawler.config.crawl.max_retries` for how it meets ``MAX_RETRIES``),
 ``RETRY_PRIORITY_ADJUST``, ``RETRY_GIVE_UP_LOG_LEVEL`` and the meta keys
 ``max_retry_times``, ``priority_adjust``, ``give_up_log_level``.
 """

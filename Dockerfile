@@ -1,5 +1,5 @@
 # productcrawler: one crawl process per container; configuration by environment
-# (the names of productcrawler/config.py). Build: docker build -t productcrawler .
+# (the names of productcrawler/config/defaults.py). Build: docker build -t productcrawler .
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -20,6 +20,8 @@ RUN groupadd --gid 10001 crawler \
 
 COPY scrapy.cfg ./
 COPY productcrawler ./productcrawler
+# The bundled API simulator, a package of its own: docker-compose.yml runs it from this image.
+COPY simulator ./simulator
 
 # Numeric, so that runtimes (e.g. Kubernetes runAsNonRoot) can tell it is not root.
 USER 10001:10001

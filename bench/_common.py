@@ -31,7 +31,7 @@ CATALOG_VERSION = "490000"
 
 sys.path.insert(0, str(ROOT))
 
-from productcrawler.simulator.process import SimulatorProcess  # noqa: E402
+from simulator.process import SimulatorProcess  # noqa: E402
 
 
 def simulator(*args: str) -> SimulatorProcess:

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULE = "tests/test_downloadermiddleware_retry.py"
 SCRAPY_IMPORT = "from scrapy.downloadermiddlewares.retry import RetryMiddleware, get_retry_request"
 OURS_IMPORT = ("from scrapy.downloadermiddlewares.retry import get_retry_request\n"
-               "from productcrawler.middlewares.retry import ApiRetryMiddleware as RetryMiddleware")
+               "from productcrawler.retry.middleware import ApiRetryMiddleware as RetryMiddleware")
 
 #: Tests that fail by design -> the README sentence (section "Retries") that says why.
 REASONS = "Retry reasons are short and stable"

@@ -13,7 +13,7 @@ from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.middlewares.ratelimit import rate_limit_enabled
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.redis_connection import is_cluster, redis_client
-from productcrawler.storage.database import DatabaseTarget
+from productcrawler.storage.target import DatabaseTarget
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -43,7 +43,7 @@ DOWNLOADER_MIDDLEWARES = {
     # Ours extends Scrapy's at the same place: each retry waits (Retry-After,
     # or backoff with jitter) in the scheduler. Scrapy's RETRY_* settings apply.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
-    "productcrawler.middlewares.retry.ApiRetryMiddleware": 550,
+    "productcrawler.retry.middleware.ApiRetryMiddleware": 550,
     "productcrawler.middlewares.auth.ApiKeyMiddleware": 590,
     # Off unless PROXY_URLS is set: picks a healthy proxy before the rate limit's token.
     "productcrawler.proxies.middleware.ProxyMiddleware": 800,
@@ -101,7 +101,7 @@ SCHEDULER = "productcrawler.passes.scheduler.PassScheduler"
 # The pass ledger hands out each id once; a fingerprint set would grow with the range.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 
-# The wholesale-failure guard (extensions/guard.py); its thresholds are GUARD_* in config.py.
+# The wholesale-failure guard (extensions/guard.py); its thresholds are GUARD_* in config/defaults.py.
 GUARD_ENABLED = True
 
 # The token bucket (middlewares/ratelimit.py) is the hard cap on requests sent.

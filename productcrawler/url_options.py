@@ -2,7 +2,7 @@
 
 ``mysql://u:p@db:3306/shop?ssl_ca=/etc/ssl/rds.pem`` must not connect without
 TLS because nobody read ``ssl_ca``: every option is checked here, and one we do
-not know is refused at start (``config.py`` turns ``ValueError`` into its
+not know is refused at start (``config/values.py`` turns ``ValueError`` into its
 one-line configuration error). The names are the drivers' own (PyMySQL's
 ``connect()`` arguments, redis-py's URL options), so their documentation applies.
 """

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from productcrawler.config import SIMULATOR_PORT  # noqa: E402
-from productcrawler.simulator.process import SimulatorProcess  # noqa: E402
+from simulator.process import SimulatorProcess  # noqa: E402
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """An independent arrival clock: a minimal raw-socket HTTP/1.1 server, not the simulator.
 
-It shares no code with ``productcrawler.simulator``. Each request is
+It shares no code with ``simulator``. Each request is
 time-stamped by the kernel as its bytes arrive (``SO_TIMESTAMPNS``, read with
 ``recvmsg``; on loopback that is while the sender's ``send`` runs), so the
 record does not depend on when this process gets the CPU: on a loaded machine

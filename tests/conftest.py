@@ -19,7 +19,7 @@ import pymysql
 import pytest
 import redis
 
-from productcrawler.simulator.process import SimulatorProcess
+from simulator.process import SimulatorProcess
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -187,7 +187,7 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         servers.stop()
 
 
-# --- local forwarding proxies (productcrawler.simulator.proxies) ---
+# --- local forwarding proxies (simulator.proxies) ---
 
 #: The local proxies' credentials (the crawl must send them: they answer 407 otherwise).
 PROXY_USER, PROXY_PASSWORD = "crawler", "pr0xy-s3cret"
@@ -195,8 +195,8 @@ PROXY_USER, PROXY_PASSWORD = "crawler", "pr0xy-s3cret"
 
 @pytest.fixture(scope="session")
 def proxy_farm() -> Iterator[Any]:
-    """Three local forwarding HTTP proxies (productcrawler.simulator.proxies), for the whole session."""
-    from productcrawler.simulator.proxies import ProxyFarm
+    """Three local forwarding HTTP proxies (simulator.proxies), for the whole session."""
+    from simulator.proxies import ProxyFarm
 
     with ProxyFarm(3, user=PROXY_USER, password=PROXY_PASSWORD) as farm:
         yield farm

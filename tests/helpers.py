@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from scrapy import Request
 
-from productcrawler.simulator import catalog
+from simulator import catalog
 from tests.conftest import MYSQL, ROOT, crawl_command, crawl_env, mysql_query
 
 if TYPE_CHECKING:

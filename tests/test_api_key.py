@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 
-from productcrawler.simulator import catalog
+from simulator import catalog
 from tests.conftest import CATALOG_VERSION, REDIS_URL
 from tests.helpers import assert_pass_complete, finish, redis_keys, start_crawl
 

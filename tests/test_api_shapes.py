@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from productcrawler.simulator import catalog, shapes
+from simulator import catalog, shapes
 from tests.conftest import CATALOG_VERSION, mysql_query, run_crawl
 from tests.helpers import PRODUCT_COLUMNS, catalogue_row
 

@@ -8,7 +8,7 @@ import time
 from decimal import Decimal
 
 from productcrawler.cleaning import parse_product
-from productcrawler.simulator import catalog
+from simulator import catalog
 from tests.conftest import CATALOG_VERSION, ROOT, crawl_env, mysql_query, run_crawl
 
 END = 1500

@@ -121,7 +121,8 @@ def build_context() -> set[str]:
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\0")
     files = {name for name in listed if name and (ROOT / name).is_file()}
-    files |= {path.relative_to(ROOT).as_posix() for path in (ROOT / "productcrawler").rglob("*.pyc")}
+    files |= {path.relative_to(ROOT).as_posix() for package in ("productcrawler", "simulator")
+              for path in (ROOT / package).rglob("*.pyc")}
     sent = set()
     for name in files:
         parts = name.split("/")
@@ -135,9 +136,11 @@ def build_context() -> set[str]:
     return sent
 
 
-def test_build_context_is_the_package_and_what_installs_it() -> None:
+def test_build_context_is_the_package_the_simulator_and_what_installs_them() -> None:
     sent = build_context()
-    modules = {path.relative_to(ROOT).as_posix() for path in (ROOT / "productcrawler").rglob("*.py")}
+    # The simulator is in the image because docker-compose.yml runs it from the same image.
+    modules = {path.relative_to(ROOT).as_posix() for package in ("productcrawler", "simulator")
+               for path in (ROOT / package).rglob("*.py")}
     assert modules <= sent
     assert {"requirements.txt", "scrapy.cfg"} <= sent
     assert not {name for name in sent if "__pycache__" in name or name.endswith(".pyc")}
@@ -201,7 +204,8 @@ def test_services(resolved: dict[str, Any]) -> None:
         assert services[name]["build"]["dockerfile"] == "Dockerfile"
     assert services["simulator"]["image"] == services["crawler"]["image"]
     assert services["simulator"]["command"] == [
-        "python", "-m", "productcrawler.simulator", "--host", "0.0.0.0", "--port", "8931"]
+        "python", "-m", "simulator", "--host", "0.0.0.0", "--port", "8931"]
+    assert ("COPY", "simulator ./simulator") in instructions()  # what that command runs
 
 
 def test_crawler_can_be_scaled(compose: dict[str, Any], resolved: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from productcrawler.simulator import catalog
+from simulator import catalog
 from tests.conftest import mysql_query, run_crawl
 
 BACKOFF_BASE = 0.4

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from productcrawler.extensions.guard import EXIT_CODE
-from productcrawler.simulator import catalog, shapes
+from simulator import catalog, shapes
 from tests.conftest import REDIS_URL, mysql_query, run_crawl
 from tests.helpers import log_lines, log_time, mysql_execute, table
 

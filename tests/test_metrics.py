@@ -20,7 +20,7 @@ from scrapy.utils.test import get_crawler
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError
 from productcrawler.extensions.metrics import PrometheusMetrics
-from productcrawler.simulator import catalog
+from simulator import catalog
 from tests.conftest import ROOT, crawl_command, crawl_env, mysql_query
 from tests.helpers import read_lines
 

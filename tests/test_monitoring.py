@@ -27,7 +27,7 @@ import redis
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from productcrawler.simulator import catalog
+from simulator import catalog
 from tests.conftest import MYSQL, REDIS_URL, ROOT, crawl_command, crawl_env
 from tests.helpers import redis_keys
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from productcrawler.simulator.process import SimulatorProcess
+    from simulator.process import SimulatorProcess
 
 MONITORING = ROOT / "monitoring"
 RULES = MONITORING / "prometheus" / "alerts.yml"

@@ -20,7 +20,7 @@ from productcrawler import stat_keys
 from productcrawler.items import MISSING, FailureItem
 from productcrawler.passes.base import FINISHED, LOST, RUNNING, Entry, Lease
 from productcrawler.passes.scheduler import LEASE_BATCH, PassScheduler
-from productcrawler.retry_policy import RESEND_NOW, RETRY_DELAY_META
+from productcrawler.retry.policy import RESEND_NOW, RETRY_DELAY_META
 from productcrawler.spiders.products import ProductsSpider
 from tests.helpers import on_reactor_loop
 

@@ -10,7 +10,7 @@ import pytest
 
 from productcrawler.cleaning import BadResponse, parse_product
 from productcrawler.payload import PayloadShape
-from productcrawler.simulator import catalog, shapes
+from simulator import catalog, shapes
 
 FETCHED_AT = datetime(2024, 5, 1, 12, 30, 0)
 ARTICLE = {"id": 42, "name": "Phone X", "price": "7999.00", "stock": 523, "category": "数码电器/手机",

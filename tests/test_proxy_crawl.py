@@ -19,7 +19,7 @@ import pytest
 import redis
 
 from productcrawler.proxies.config import parse_proxy_urls
-from productcrawler.simulator import catalog
+from simulator import catalog
 from tests.conftest import (
     PROXY_PASSWORD,
     PROXY_USER,

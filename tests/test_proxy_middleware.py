@@ -15,7 +15,7 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from productcrawler.proxies.middleware import META_AVOID, META_PROXY, META_SUSPECT, ProxyMiddleware
-from productcrawler.retry_policy import RESEND_NOW
+from productcrawler.retry.policy import RESEND_NOW
 
 URL = "http://api.test/v1/product/7"
 PROXIES = "http://u:pw@10.0.0.1:3128,http://10.0.0.2:3128,http://10.0.0.3:3128"

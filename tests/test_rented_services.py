@@ -16,8 +16,9 @@ import pytest
 from scrapy.settings import Settings
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
-from productcrawler.simulator import catalog
-from productcrawler.storage.database import DatabaseTarget, ensure_schema
+from productcrawler.storage.database import ensure_schema
+from productcrawler.storage.target import DatabaseTarget
+from simulator import catalog
 from tests.conftest import ROOT, crawl_env, mysql_query, run_crawl
 from tests.helpers import start_crawl, wait_for
 from tests.servers import CLUSTER_PORTS, MARIADB_PASSWORD, REDIS_PASSWORD

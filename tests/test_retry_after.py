@@ -6,8 +6,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from productcrawler import retry_after
-from productcrawler.retry_after import parse_retry_after
+from productcrawler.retry import retry_after
+from productcrawler.retry.retry_after import parse_retry_after
 
 NOW_DT = datetime(2025, 1, 1, tzinfo=UTC)  # a Wednesday
 NOW = NOW_DT.timestamp()

@@ -37,8 +37,8 @@ from twisted.web.client import ResponseFailed
 from productcrawler import settings as project_settings
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError
-from productcrawler.middlewares.retry import ApiRetryMiddleware
-from productcrawler.retry_policy import RetryPolicy
+from productcrawler.retry.middleware import ApiRetryMiddleware
+from productcrawler.retry.policy import RetryPolicy
 from tests.helpers import PRODUCT_URL as URL
 from tests.helpers import FakeRandom, product_request
 
@@ -315,7 +315,7 @@ def test_from_crawler_and_manager_wiring() -> None:
     settings = {
         "DOWNLOADER_MIDDLEWARES": {
             "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
-            "productcrawler.middlewares.retry.ApiRetryMiddleware": 550,
+            "productcrawler.retry.middleware.ApiRetryMiddleware": 550,
         },
     }
     crawler = get_crawler(ProductSpider, settings_dict=settings)

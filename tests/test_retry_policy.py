@@ -13,7 +13,7 @@ from scrapy.utils.test import get_crawler
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError
 from productcrawler.items import FAILED, MISSING, FailureItem
-from productcrawler.retry_policy import RetryPolicy
+from productcrawler.retry.policy import RetryPolicy
 from tests.helpers import PRODUCT_URL as URL
 from tests.helpers import FakeRandom, product_request
 

@@ -15,7 +15,7 @@ import pytest
 from scrapy.settings import Settings
 
 from productcrawler.config import ConfigError, CrawlConfig
-from productcrawler.simulator import catalog
+from simulator import catalog
 from tests.conftest import REDIS_URL, crawl_env, mysql_query, run_crawl
 from tests.helpers import dumped_stat, run_scrapy
 

@@ -31,15 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from productcrawler.simulator import catalog
-from productcrawler.simulator.process import stop_process
+from simulator import catalog
+from simulator.process import stop_process
 from tests.conftest import ROOT, crawl_env, mysql_query
 from tests.helpers import assert_pass_complete, assert_resumed, done_ids, read_lines
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from productcrawler.simulator.process import SimulatorProcess
+    from simulator.process import SimulatorProcess
 
 PROJECT = "productcrawler"
 USERNAME = "deployer"
@@ -255,6 +255,8 @@ def test_the_egg_holds_every_module_of_the_package(tmp_path: Path) -> None:
     package_files = {path.relative_to(project).as_posix() for path in (project / PROJECT).rglob("*")
                      if path.is_file() and "__pycache__" not in path.parts}
     assert package_files == modules
+    # Only the crawler: not the simulator, the tests or the benchmarks that sit beside it.
+    assert {name.split("/", 1)[0] for name in contents} == {PROJECT, "EGG-INFO"}, sorted(contents)
     assert re.search(r"^settings = productcrawler\.settings$", entry_points, re.MULTILINE), entry_points
 
 

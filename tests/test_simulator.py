@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from productcrawler.simulator import SimulatorProcess, catalog, shapes
-from productcrawler.simulator.faults import FaultConfig, FaultRule
+from simulator import SimulatorProcess, catalog, shapes
+from simulator.faults import FaultConfig, FaultRule
 from tests.conftest import ROOT
 from tests.helpers import missing_ids, present_ids
 
@@ -120,7 +120,7 @@ def test_hourly_fields_follow_the_version_and_the_rest_is_stable() -> None:
         assert sum(old[field] != new[field] for old, new in zip(before, after)) > 10, field
     # Deterministic across processes, whatever their hash seed: what another process
     # (the simulator, a test) computes is what this one computes.
-    script = ("import json, sys; from productcrawler.simulator import catalog; "
+    script = ("import json, sys; from simulator import catalog; "
               "print(json.dumps([catalog.product(i, int(sys.argv[1])) for i in range(1, 101)]))")
     for seed in ("1", "2"):
         other = subprocess.run([sys.executable, "-c", script, str(VERSION)], capture_output=True, text=True,

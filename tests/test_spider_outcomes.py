@@ -15,9 +15,9 @@ from twisted.python.failure import Failure
 
 from productcrawler import stat_keys
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
-from productcrawler.retry_policy import RetryPolicy
-from productcrawler.simulator import catalog
+from productcrawler.retry.policy import RetryPolicy
 from productcrawler.spiders.products import ProductsSpider
+from simulator import catalog
 
 URL = "http://api.test/v1/product/7"
 

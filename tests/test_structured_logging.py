@@ -11,7 +11,7 @@ from tests.conftest import crawl_env, run_crawl
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from productcrawler.simulator.process import SimulatorProcess
+    from simulator.process import SimulatorProcess
 
 END = 40
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 STORAGE_PIPELINE = "productcrawler.pipelines.storage.StoragePipeline"
-HOLDING_SCHEDULER = "productcrawler.schedulers.local.DelayingScheduler"
+HOLDING_SCHEDULER = "productcrawler.retry.scheduler.DelayingScheduler"
 
 
 def without_storage(settings: BaseSettings) -> None:

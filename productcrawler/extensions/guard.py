@@ -139,8 +139,7 @@ class WholesaleFailureGuard:
                 self._release(self._auth, reset=True)
             self._grow(self._not_found, request.url, status)
         elif status in _AUTH_STATUSES:
-            # Imported here: the proxy middleware's modules install the reactor,
-            # and the crawl command imports this module before Scrapy does.
+            # Imported here: the proxy middleware imports this module (its proxy-auth stop).
             from productcrawler.proxies.middleware import resent_through_another_proxy
 
             # A blocked proxy's 403 says nothing about API_KEY; the re-send through another proxy will.

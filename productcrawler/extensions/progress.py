@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from scrapy import signals
-from twisted.internet import reactor
 from twisted.internet.task import LoopingCall
 
 from productcrawler import stat_keys
@@ -38,7 +38,7 @@ class ProgressLog:
 
     def spider_opened(self, spider: Spider) -> None:
         self._spider = spider
-        self._started = reactor.seconds()  # type: ignore[attr-defined]
+        self._started = time.monotonic()
         self._task.start(self.interval, now=False)
 
     def outcomes(self) -> tuple[int, int, int]:
@@ -52,7 +52,7 @@ class ProgressLog:
         stored, missing, failed = self.outcomes()
         this_run = stored + missing + failed
         done = crawl_pass.done(this_run)
-        elapsed = max(reactor.seconds() - self._started, 1e-9)  # type: ignore[attr-defined]
+        elapsed = max(time.monotonic() - self._started, 1e-9)
         rate = this_run / elapsed
         remaining = max(crawl_pass.total - done, 0)
         eta = f"{remaining / rate:.0f} s" if rate > 0 else "unknown"
@@ -64,6 +64,6 @@ class ProgressLog:
         if self._task.running:
             self._task.stop()
         stored, missing, failed = self.outcomes()
-        elapsed = reactor.seconds() - self._started  # type: ignore[attr-defined]
+        elapsed = time.monotonic() - self._started
         logger.info("Finished (%s) in %.1f s: %d stored, %d missing, %d failed in this run",
                     self.stats.get_value(stat_keys.EXIT_REASON) or reason, elapsed, stored, missing, failed)

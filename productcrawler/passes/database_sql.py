@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from productcrawler.storage.database import PASS_COLUMN, Dialect
+from productcrawler.storage.schema import PASS_COLUMN
+from productcrawler.storage.target import Dialect
 
 
 @dataclass(frozen=True)

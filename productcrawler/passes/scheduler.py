@@ -43,8 +43,8 @@ from productcrawler.instruments import instruments_for
 from productcrawler.passes import pass_for
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
 from productcrawler.passes.calls import PassCalls
-from productcrawler.retry_policy import RESEND_NOW
-from productcrawler.retry_policy import RETRY_DELAY_META as RETRY_DELAY
+from productcrawler.retry.policy import RESEND_NOW
+from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -90,7 +90,7 @@ class PassScheduler(BaseScheduler):
 
         if not isinstance(crawler.spider, ProductsSpider):
             # Another spider of the project (one-URL commands, benchmarks): no pass.
-            from productcrawler.schedulers.local import DelayingScheduler
+            from productcrawler.retry.scheduler import DelayingScheduler
 
             return DelayingScheduler.from_crawler(crawler)
         return cls(crawler, pass_for(crawler))

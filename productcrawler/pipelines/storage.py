@@ -19,10 +19,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import DropItem
+from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet import reactor
 from twisted.internet.defer import Deferred
-from twisted.internet.task import LoopingCall, deferLater
+from twisted.internet.task import LoopingCall
 
 from productcrawler import signals, stat_keys
 from productcrawler.config import CrawlConfig, crawl_config
@@ -155,7 +155,7 @@ class StoragePipeline:
                     await self._write_one_by_one(batch)
                     continue
                 self._pending[:0] = batch
-                now = reactor.seconds()  # type: ignore[attr-defined]
+                now = time.monotonic()
                 if outage_started is None:
                     outage_started = now
                     self.stats.set_value(stat_keys.DB_OUTAGE, 1)
@@ -164,14 +164,14 @@ class StoragePipeline:
                 self.stats.inc_value(stat_keys.DB_WRITE_ERRORS)
                 if now - outage_started >= self.outage_max:
                     raise DatabaseUnavailable(str(error)) from error
-                await maybe_deferred_to_future(deferLater(reactor, delay, lambda: None))
+                await sleep(delay)
                 delay = min(delay * 2, _RETRY_DELAY_MAX)
                 continue
             self._batch_duration.observe(time.monotonic() - started)
             if outage_started is not None:
                 self.stats.set_value(stat_keys.DB_OUTAGE, 0)
                 logger.info("The database is reachable again after %.1f s; writing resumes",
-                            reactor.seconds() - outage_started)  # type: ignore[attr-defined]
+                            time.monotonic() - outage_started)
                 outage_started, delay = None, _RETRY_DELAY_MIN
             self._committed(batch)
             go_on = False

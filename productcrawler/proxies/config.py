@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from productcrawler.config import DEFAULTS, ConfigError, _number, _text
+from productcrawler.config import DEFAULTS, ConfigError
+from productcrawler.config.values import number, text
 from productcrawler.proxies.health import SCORE_MAX, HealthPolicy
 
 if TYPE_CHECKING:
@@ -62,29 +63,29 @@ class ProxyConfig:
         proxies = parse_proxy_urls(get("PROXY_URLS"))
         if not proxies:
             return None
-        minimum = _number("PROXY_SCORE_MIN", get("PROXY_SCORE_MIN"), float, above=0)
+        minimum = number("PROXY_SCORE_MIN", get("PROXY_SCORE_MIN"), float, above=0)
         if minimum >= SCORE_MAX:
             raise ConfigError(f"PROXY_SCORE_MIN={minimum:g} must be below the full score, {SCORE_MAX:g}")
-        rest_base = _number("PROXY_REST_BASE", get("PROXY_REST_BASE"), float, above=0)
-        rest_max = _number("PROXY_REST_MAX", get("PROXY_REST_MAX"), float, above=0)
+        rest_base = number("PROXY_REST_BASE", get("PROXY_REST_BASE"), float, above=0)
+        rest_max = number("PROXY_REST_MAX", get("PROXY_REST_MAX"), float, above=0)
         if rest_max < rest_base:
             raise ConfigError(f"PROXY_REST_MAX={rest_max:g} is below PROXY_REST_BASE={rest_base:g}")
         policy = HealthPolicy(
-            success=_number("PROXY_SCORE_SUCCESS", get("PROXY_SCORE_SUCCESS"), float, above=0),
-            failure=_number("PROXY_SCORE_FAILURE", get("PROXY_SCORE_FAILURE"), float, above=0),
+            success=number("PROXY_SCORE_SUCCESS", get("PROXY_SCORE_SUCCESS"), float, above=0),
+            failure=number("PROXY_SCORE_FAILURE", get("PROXY_SCORE_FAILURE"), float, above=0),
             minimum=minimum, rest_base=rest_base, rest_max=rest_max)
         rate_raw = get("PROXY_MAX_REQUESTS_PER_SECOND")
-        rate = (None if _text(rate_raw) is None
-                else _number("PROXY_MAX_REQUESTS_PER_SECOND", rate_raw, float, above=0))
+        rate = (None if text(rate_raw) is None
+                else number("PROXY_MAX_REQUESTS_PER_SECOND", rate_raw, float, above=0))
         return cls(proxies=proxies, policy=policy, max_requests_per_second=rate)
 
 
 def parse_proxy_urls(raw: Any) -> tuple[Proxy, ...]:
-    text = _text(raw)
-    if text is None:
+    given = text(raw)
+    if given is None:
         return ()
-    if text.startswith("@"):
-        path = text[1:].strip()
+    if given.startswith("@"):
+        path = given[1:].strip()
         try:
             with open(path, encoding="utf-8") as file:
                 lines = file.read().splitlines()
@@ -94,7 +95,7 @@ def parse_proxy_urls(raw: Any) -> tuple[Proxy, ...]:
         if not items:
             raise ConfigError(f"PROXY_URLS=@{path}: the file lists no proxy")
     else:
-        items = [item.strip() for item in text.split(",") if item.strip()]
+        items = [item.strip() for item in given.split(",") if item.strip()]
     proxies: list[Proxy] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(items):

@@ -40,7 +40,6 @@ from scrapy.utils.defer import deferred_from_coro
 from productcrawler import stat_keys
 from productcrawler.config import burst_for_rate, crawl_config, mask_url
 from productcrawler.extensions.guard import PROXY_AUTH, REASONS, WholesaleFailureGuard
-from productcrawler.middlewares.retry import exception_reason
 from productcrawler.proxies import META_ABANDONED
 from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
 from productcrawler.proxies.config import ProxyConfig
@@ -49,8 +48,9 @@ from productcrawler.proxies.shared import RedisHealthBook
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
 from productcrawler.redis_connection import async_redis_client
-from productcrawler.retry_policy import RESEND_NOW
-from productcrawler.retry_policy import RETRY_DELAY_META as RETRY_DELAY
+from productcrawler.retry.middleware import exception_reason
+from productcrawler.retry.policy import RESEND_NOW
+from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 
 if TYPE_CHECKING:
     from typing import Self

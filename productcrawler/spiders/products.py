@@ -22,9 +22,9 @@ from productcrawler import stat_keys
 from productcrawler.cleaning import BadResponse, parse_product
 from productcrawler.config import CrawlConfig, crawl_config
 from productcrawler.items import FAILED, MISSING, FailureItem
-from productcrawler.middlewares.retry import exception_reason, known_reason
 from productcrawler.proxies import META_ABANDONED
-from productcrawler.retry_policy import RetryPolicy
+from productcrawler.retry.middleware import exception_reason, known_reason
+from productcrawler.retry.policy import RetryPolicy
 from productcrawler.storage.database import utcnow
 
 if TYPE_CHECKING:

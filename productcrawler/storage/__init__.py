@@ -1,4 +1,4 @@
-"""Storage: MySQL or SQLite behind one interface (``database.py``)."""
+"""Storage: MySQL or SQLite behind one interface (``database.py``; the connection in ``target.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 
 from productcrawler.config import crawl_config
-from productcrawler.storage.database import Database, DatabaseTarget
+from productcrawler.storage.database import Database
+from productcrawler.storage.target import DatabaseTarget
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -6,6 +6,13 @@ productcrawler.storage.schema > sql/init.sql``); a test keeps the two equal.
 
 from __future__ import annotations
 
+# The columns the crawl writes (storage/database.py, storage/target.py builds the upserts).
+PRODUCT_COLUMNS = ("product_id", "name", "price", "stock", "category", "brand", "rating",
+                   "sales_count", "update_time")
+FAILURE_COLUMNS = ("product_id", "outcome", "http_status", "reason", "attempts", "updated_at")
+#: Every row also carries the pass that wrote it (NULL: a Redis-shared pass, which keeps its ledger in Redis).
+PASS_COLUMN = "pass_id"
+
 # `pass_id` on products and crawl_failures: the pass (crawl_passes) that wrote
 # the row, so a pass knows its own rows without comparing timestamps.
 # `id` is BIGINT: InnoDB's upsert consumes an auto-increment value on every

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LISTENING = "SIMULATOR LISTENING"  # the line server.serve() prints
-_PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
+_PROJECT_ROOT = str(Path(__file__).resolve().parents[1])
 # 127.0.0.1 must never go through an http_proxy from the environment.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -30,7 +30,7 @@ Arrival = tuple[float, int | None, int | None, str]  # time, id, status (None: n
 
 
 class SimulatorProcess:
-    """``python -m productcrawler.simulator --port PORT *args`` in a subprocess.
+    """``python -m simulator --port PORT *args`` in a subprocess.
 
     Use as a context manager, or call ``start()`` and ``stop()``. ``args`` are
     further command-line options, e.g. ``("--catalog-version", "7", "--fault", "503=1-10@2")``.
@@ -70,7 +70,7 @@ class SimulatorProcess:
             raise RuntimeError("the simulator is already running")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (_PROJECT_ROOT, env.get("PYTHONPATH"))))
-        command = [sys.executable, "-m", "productcrawler.simulator",
+        command = [sys.executable, "-m", "simulator",
                    "--host", self.host, "--port", str(self.port), *self.args]
         self._process = subprocess.Popen(command, stdout=subprocess.PIPE, env=env)
         line = _read_line(self._process.stdout, self.startup_timeout)  # type: ignore[arg-type]

@@ -1,4 +1,9 @@
-"""Scrapy's scheduler, plus a hold for retries that must not be sent yet."""
+"""Scrapy's scheduler, plus a hold for retries that must not be sent yet: for crawls without a pass.
+
+The products crawl's scheduler is ``passes/scheduler.py`` (its pass holds
+retries). This one serves what has no pass: ``scrapy fetch``/``shell``/``parse``
+(``commands/_standalone.py``) and any other spider of the project.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,11 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy.core.scheduler import Scheduler
-from twisted.internet import reactor
 
 from productcrawler import stat_keys
 
 # Request meta key: seconds to hold the request before it may be sent (set by the retry policy).
-from productcrawler.retry_policy import RETRY_DELAY_META as RETRY_DELAY
+from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -19,6 +23,7 @@ if TYPE_CHECKING:
     from twisted.internet.interfaces import IDelayedCall
 
 logger = logging.getLogger(__name__)
+
 
 class DelayingScheduler(Scheduler):
     """A request with ``meta["retry_delay"] > 0`` waits here, off the downloader,
@@ -42,6 +47,8 @@ class DelayingScheduler(Scheduler):
         delay = float(request.meta.pop(RETRY_DELAY, 0) or 0)
         if delay <= 0:
             return super().enqueue_request(request)
+        from twisted.internet import reactor  # the running one: installed by Scrapy before the crawl
+
         self._held[request] = reactor.callLater(delay, self._release, request)  # type: ignore[attr-defined]
         assert self.stats is not None
         self.stats.inc_value(stat_keys.RETRY_DELAYED)

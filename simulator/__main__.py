@@ -1,4 +1,4 @@
-"""``python -m productcrawler.simulator``: run the product-API simulator."""
+"""``python -m simulator``: run the product-API simulator."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _port(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m productcrawler.simulator",
+        prog="python -m simulator",
         description="A deterministic product JSON API (GET /v1/product/{id}) with opt-in faults.",
         epilog="Fault modes: " + ", ".join(sorted(MODES)) + ". IDSPEC is a comma list of ids, "
                "FIRST-LAST ranges, %N and %N+R residues; TIMES is a count (default 1) or *.",

@@ -12,7 +12,7 @@ recipients must still accept (RFC 850, ``Sunday, 06-Nov-94 08:49:37 GMT``, and
 asctime, ``Sun Nov  6 08:49:37 1994``) are parsed too.
 
 This module only turns a value into seconds; what the crawl does with them
-(capping, falling back to backoff, stats) is :mod:`productcrawler.retry_policy`.
+(capping, falling back to backoff, stats) is :mod:`productcrawler.retry.policy`.
 """
 
 from __future__ import annotations

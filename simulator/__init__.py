@@ -1,6 +1,6 @@
 """The bundled product-API simulator: the demo's target, the tests' and the benchmarks' server.
 
-Run it with ``python -m productcrawler.simulator`` or, from Python, with
+Run it with ``python -m simulator`` or, from Python, with
 ``SimulatorProcess``; compute what it answers with ``product`` and ``is_missing``.
 """
 

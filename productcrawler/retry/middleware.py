@@ -12,7 +12,7 @@ exception passed on, as with Scrapy's. What an answer means for a product id
 What it adds:
 
 * each retry carries ``meta["retry_delay"]``: exponential backoff with jitter,
-  or the server's ``Retry-After`` on 429 and 503 (see ``retry_policy.py``); the
+  or the server's ``Retry-After`` on 429 and 503 (see ``retry/policy.py``); the
   scheduler holds the request that long, off the downloader;
 * retry reasons are short and stable (``http_503``, ``timeout``,
   ``connection_refused``), in ``retry/reason_count/<reason>`` and in the log,
@@ -57,7 +57,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.web.client import ResponseFailed
 
 from productcrawler.config import ConfigError
-from productcrawler.retry_policy import RetryPolicy
+from productcrawler.retry.policy import RetryPolicy
 
 if TYPE_CHECKING:
     from typing import Self

@@ -1,6 +1,6 @@
 """When to retry a product request, how long to wait first, and what to record on giving up.
 
-One policy serves two callers. :class:`~productcrawler.middlewares.retry.ApiRetryMiddleware`
+One policy serves two callers. :class:`~productcrawler.retry.middleware.ApiRetryMiddleware`
 (Scrapy's retry middleware: HTTP statuses and download errors) asks
 :meth:`RetryPolicy.hold` for the delay of each retry it makes; the spider asks
 :meth:`RetryPolicy.next_step` for a 200 whose body is not a product, and
@@ -15,7 +15,7 @@ it. Nothing here sleeps: the delay is data, the scheduler enforces it (and
 counts it, once, in ``productcrawler/retry/delayed*``).
 
 Scrapy's retry settings are honoured: ``RETRY_ENABLED``, ``RETRY_TIMES`` (see
-:func:`~productcrawler.config.max_retries` for how it meets ``MAX_RETRIES``),
+:func:`~productcrawler.config.crawl.max_retries` for how it meets ``MAX_RETRIES``),
 ``RETRY_PRIORITY_ADJUST``, ``RETRY_GIVE_UP_LOG_LEVEL`` and the meta keys
 ``max_retry_times``, ``priority_adjust``, ``give_up_log_level``.
 """
@@ -33,7 +33,7 @@ from scrapy.downloadermiddlewares.retry import get_retry_request
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, crawl_config
 from productcrawler.items import FAILED, MISSING, FailureItem
-from productcrawler.retry_after import parse_retry_after
+from productcrawler.retry.retry_after import parse_retry_after
 
 if TYPE_CHECKING:
     from typing import Self

@@ -1,0 +1,40 @@
+"""The configuration contract: every user-facing setting, its type, default and rule.
+
+Each value can come from the environment or, under the same name, from a Scrapy
+setting (``-s NAME=value``, scrapyd's ``setting=NAME=value``); a setting given
+explicitly wins over the environment because ``settings.py`` only uses the
+environment to fill in the project-level value, which ``-s`` overrides.
+
+* :mod:`.defaults` — the names and their defaults (``DEFAULTS``), and
+  :func:`from_environment`, which ``settings.py`` fills them in with;
+* :mod:`.values` — the checks of single values (numbers, URLs,
+  ``PRODUCT_FIELDS``), ``ConfigError`` and :func:`mask_url`;
+* :mod:`.crawl` — :class:`CrawlConfig`, the whole contract parsed and
+  validated, once per crawler through :func:`crawl_config`.
+
+Components never read these names with raw ``settings.get``: they call
+``crawl_config(crawler)``, which raises ``ConfigError`` (a ``ValueError``)
+naming the setting and the offending value, passwords masked.
+
+The names below are re-exported so that every component imports the contract
+from one place, ``productcrawler.config``, whichever module defines a name.
+"""
+
+from productcrawler.config.crawl import CrawlConfig, api_timeout, burst_for_rate, crawl_config, max_retries
+from productcrawler.config.defaults import DEFAULTS, SIMULATOR_BASE_URL, SIMULATOR_PORT, from_environment
+from productcrawler.config.values import REDIS_SCHEMES, ConfigError, mask_url
+
+__all__ = [
+    "DEFAULTS",
+    "REDIS_SCHEMES",
+    "SIMULATOR_BASE_URL",
+    "SIMULATOR_PORT",
+    "ConfigError",
+    "CrawlConfig",
+    "api_timeout",
+    "burst_for_rate",
+    "crawl_config",
+    "from_environment",
+    "mask_url",
+    "max_retries",
+]

@@ -1,0 +1,212 @@
+"""``CrawlConfig``: the contract parsed and validated, once per crawler (:func:`crawl_config`).
+
+Components never read the contract's names with raw ``settings.get``: they
+call ``crawl_config(crawler)``, which raises ``ConfigError`` naming the setting
+and the offending value. The defaults are in :mod:`.defaults`, the checks of
+single values in :mod:`.values`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy.settings import BaseSettings as _BaseSettings
+
+from productcrawler.config.defaults import DEFAULTS
+from productcrawler.config.values import (
+    ConfigError,
+    database_url,
+    http_url,
+    number,
+    product_fields,
+    redis_url,
+    text,
+)
+from productcrawler.payload import PayloadShape
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+
+
+def max_retries(settings: BaseSettings) -> int:
+    """Retries per id: ``MAX_RETRIES``, or Scrapy's ``RETRY_TIMES`` where a user gave it."""
+    return _aliased(settings, "MAX_RETRIES", "RETRY_TIMES", int, minimum=0)
+
+
+def api_timeout(settings: BaseSettings) -> float:
+    """Seconds per request: ``API_TIMEOUT``, or Scrapy's ``DOWNLOAD_TIMEOUT`` where a user gave it."""
+    return _aliased(settings, "API_TIMEOUT", "DOWNLOAD_TIMEOUT", float, above=0)
+
+
+#: Scrapy's priority of settings.py (and of the environment, which it reads).
+_PROJECT_PRIORITY = 20
+
+
+def _aliased(settings: BaseSettings, ours: str, scrapys: str, kind: Callable[[Any], Any],
+             **bounds: float) -> Any:
+    """The value of a contract setting that has a Scrapy setting of the same meaning.
+
+    Both follow Scrapy's settings priorities: the one given at the higher
+    priority wins (``-s RETRY_TIMES=0`` beats ``MAX_RETRIES`` from the
+    environment or ``settings.py``). Scrapy's own default (priority "default")
+    never counts. Given at the same priority with different values they are
+    refused: guessing would silently ignore one of them.
+    """
+    our_priority, their_priority = settings.getpriority(ours), settings.getpriority(scrapys)
+    given = DEFAULTS[ours] if settings.get(ours) is None else settings.get(ours)
+    # settings.py fills every contract name in at project priority, with its
+    # default when the environment has none: that is not "given", and must
+    # neither refuse nor beat RETRY_TIMES pasted into settings.py.
+    in_environment = bool((os.environ.get(ours) or "").strip())
+    if our_priority == _PROJECT_PRIORITY and given == DEFAULTS[ours] and not in_environment:
+        our_priority = None
+    value = number(ours, given, kind, **bounds)
+    if not their_priority:  # absent, or Scrapy's default
+        return value
+    theirs = number(scrapys, settings.get(scrapys), kind, **bounds)
+    if our_priority is None or their_priority > our_priority:
+        return theirs
+    if their_priority == our_priority and theirs != value:
+        raise ConfigError(f"{scrapys}={settings.get(scrapys)!r} and {ours}={given!r} "
+                          f"disagree; give only one of them ({ours} is this project's name)")
+    return value
+
+
+def burst_for_rate(rate: float) -> float:
+    """Default bucket capacity: 2 % of a second's worth of tokens, at least 1.
+
+    A burst of b lets any 1-second window hold at most rate + b requests, so
+    2 % keeps the busiest window well inside the API's 5 % tolerance.
+    """
+    return max(1.0, rate * 0.02)
+
+
+@dataclass(frozen=True)
+class CrawlConfig:
+    api_base_url: str
+    api_key: str | None
+    api_timeout: float
+    start_id: int
+    end_id: int
+    max_requests_per_second: float
+    rate_limit_burst: float
+    max_retries: int
+    retry_backoff_base: float
+    retry_backoff_max: float
+    retry_after_max: float
+    database_url: str
+    database_batch_size: int
+    database_flush_interval: float
+    database_outage_max: float
+    redis_url: str | None
+    redis_key_prefix: str
+    progress_interval: float
+    metrics_port: int | None
+    metrics_address: str
+    metrics_linger: float
+    product_fields: PayloadShape
+    guard_auth_failures: int
+    guard_not_products: int
+    guard_404_streak: int
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,
+                      end_id: Any = None) -> CrawlConfig:
+        """Parse and validate the contract; spider args ``start_id``/``end_id`` win.
+
+        A plain mapping (a benchmark's or a test's few names) counts as
+        project settings.
+        """
+        if not isinstance(settings, _BaseSettings):
+            settings = _BaseSettings(dict(settings), priority="project")
+
+        def get(name: str) -> Any:
+            value = settings.get(name)
+            return DEFAULTS[name] if value is None else value
+
+        start_name = "start_id (spider argument)" if start_id is not None else "PRODUCT_ID_START"
+        end_name = "end_id (spider argument)" if end_id is not None else "PRODUCT_ID_END"
+        start = number(start_name, get("PRODUCT_ID_START") if start_id is None else start_id,
+                        int, minimum=1)
+        end = number(end_name, get("PRODUCT_ID_END") if end_id is None else end_id, int, minimum=1)
+        if start > end:
+            raise ConfigError(f"{start_name}={start} is greater than {end_name}={end}")
+
+        rate = number("MAX_REQUESTS_PER_SECOND", get("MAX_REQUESTS_PER_SECOND"), float, above=0)
+        burst_raw = get("RATE_LIMIT_BURST")
+        burst = (burst_for_rate(rate) if text(burst_raw) is None
+                 else number("RATE_LIMIT_BURST", burst_raw, float, minimum=1))
+        backoff_base = number("RETRY_BACKOFF_BASE", get("RETRY_BACKOFF_BASE"), float, minimum=0)
+        backoff_max = number("RETRY_BACKOFF_MAX", get("RETRY_BACKOFF_MAX"), float, minimum=0)
+        if backoff_max < backoff_base:
+            raise ConfigError(f"RETRY_BACKOFF_MAX={backoff_max:g} is below RETRY_BACKOFF_BASE={backoff_base:g}")
+        metrics_raw = get("METRICS_PORT")
+        metrics_port = (None if text(metrics_raw) is None
+                        else number("METRICS_PORT", metrics_raw, int, minimum=0, maximum=65535))
+        metrics_address = text(get("METRICS_ADDRESS"))
+        if metrics_address is None:
+            raise ConfigError("METRICS_ADDRESS is empty; expected an address to listen on, e.g. 127.0.0.1")
+        prefix = text(get("REDIS_KEY_PREFIX"))
+        if prefix is None:
+            raise ConfigError("REDIS_KEY_PREFIX is empty")
+        if "{" in prefix or "}" in prefix:
+            # The pass's keys are "{prefix}:...": braces of its own would change the hash tag.
+            raise ConfigError(f"REDIS_KEY_PREFIX={prefix!r} must not contain {{ or }}: the crawl wraps it "
+                              "in braces itself (the Redis Cluster hash tag of its keys)")
+        return cls(
+            api_base_url=http_url("API_BASE_URL", get("API_BASE_URL")),
+            api_key=text(get("API_KEY")),
+            api_timeout=api_timeout(settings),
+            start_id=start,
+            end_id=end,
+            max_requests_per_second=rate,
+            rate_limit_burst=burst,
+            max_retries=max_retries(settings),
+            retry_backoff_base=backoff_base,
+            retry_backoff_max=backoff_max,
+            retry_after_max=number("RETRY_AFTER_MAX", get("RETRY_AFTER_MAX"), float, minimum=0),
+            database_url=database_url(get("DATABASE_URL")),
+            database_batch_size=number("DATABASE_BATCH_SIZE", get("DATABASE_BATCH_SIZE"), int, minimum=1),
+            database_flush_interval=number("DATABASE_FLUSH_INTERVAL", get("DATABASE_FLUSH_INTERVAL"),
+                                            float, above=0),
+            database_outage_max=number("DATABASE_OUTAGE_MAX", get("DATABASE_OUTAGE_MAX"), float, above=0),
+            redis_url=redis_url(get("REDIS_URL")),
+            redis_key_prefix=prefix,
+            progress_interval=number("PROGRESS_INTERVAL", get("PROGRESS_INTERVAL"), float, above=0),
+            metrics_port=metrics_port,
+            metrics_address=metrics_address,
+            metrics_linger=number("METRICS_LINGER", get("METRICS_LINGER"), float, minimum=0),
+            product_fields=product_fields(get("PRODUCT_FIELDS")),
+            guard_auth_failures=number("GUARD_AUTH_FAILURES", get("GUARD_AUTH_FAILURES"), int, minimum=0),
+            guard_not_products=number("GUARD_NOT_PRODUCTS", get("GUARD_NOT_PRODUCTS"), int, minimum=0),
+            guard_404_streak=number("GUARD_404_STREAK", get("GUARD_404_STREAK"), int, minimum=0),
+        )
+
+    @property
+    def total_ids(self) -> int:
+        return self.end_id - self.start_id + 1
+
+    def product_url(self, product_id: int) -> str:
+        return f"{self.api_base_url}/product/{product_id}"
+
+
+_ATTRIBUTE = "_productcrawler_config"
+
+
+def crawl_config(crawler: Crawler, *, start_id: Any = None, end_id: Any = None) -> CrawlConfig:
+    """The crawler's configuration, parsed and validated once and shared by every component.
+
+    The spider is built first and passes its ``start_id``/``end_id`` arguments;
+    every component built after it gets the same object.
+    """
+    config = getattr(crawler, _ATTRIBUTE, None)
+    if config is None or start_id is not None or end_id is not None:
+        config = CrawlConfig.from_settings(crawler.settings, start_id=start_id, end_id=end_id)
+        setattr(crawler, _ATTRIBUTE, config)
+    return config

@@ -1,0 +1,64 @@
+"""The configuration contract's names and defaults, and how the environment fills them in.
+
+``settings.py`` sets every name here at project priority from
+:func:`from_environment`, so ``-s NAME=value`` and scrapyd's
+``setting=NAME=value`` win over the environment; :mod:`.crawl` parses and
+checks the values.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+SIMULATOR_PORT = 8931
+SIMULATOR_BASE_URL = f"http://127.0.0.1:{SIMULATOR_PORT}/v1"
+
+
+# name -> default; the one place where defaults live.
+DEFAULTS: dict[str, Any] = {
+    "API_BASE_URL": SIMULATOR_BASE_URL,
+    "API_KEY": None,
+    "API_TIMEOUT": 30.0,
+    "PRODUCT_ID_START": 1,
+    "PRODUCT_ID_END": 50_000,
+    "MAX_REQUESTS_PER_SECOND": 500.0,
+    "RATE_LIMIT_BURST": None,  # None: derived from the rate, see burst_for_rate()
+    "MAX_RETRIES": 3,
+    "RETRY_BACKOFF_BASE": 1.0,
+    "RETRY_BACKOFF_MAX": 60.0,
+    "RETRY_AFTER_MAX": 300.0,
+    "DATABASE_URL": "sqlite:///data/products.db",
+    "DATABASE_BATCH_SIZE": 200,
+    "DATABASE_FLUSH_INTERVAL": 0.5,
+    "DATABASE_OUTAGE_MAX": 300.0,
+    "REDIS_URL": None,
+    "REDIS_KEY_PREFIX": "productcrawler",
+    "PROGRESS_INTERVAL": 10.0,
+    "METRICS_PORT": None,
+    "METRICS_ADDRESS": "127.0.0.1",
+    "METRICS_LINGER": 0.0,
+    # Where the product is in the API's answer (payload.py); None: the default rules.
+    "PRODUCT_FIELDS": None,
+    # The wholesale-failure guard (extensions/guard.py): answers in a row that
+    # stop the crawl; 0 turns that check off.
+    "GUARD_AUTH_FAILURES": 20,
+    "GUARD_NOT_PRODUCTS": 20,
+    "GUARD_404_STREAK": 500,
+    # The proxy pool (productcrawler/proxies/config.py reads and checks these).
+    "PROXY_URLS": None,
+    "PROXY_SCORE_SUCCESS": 5.0,
+    "PROXY_SCORE_FAILURE": 20.0,
+    "PROXY_SCORE_MIN": 50.0,
+    "PROXY_REST_BASE": 10.0,
+    "PROXY_REST_MAX": 300.0,
+    "PROXY_MAX_REQUESTS_PER_SECOND": None,
+}
+
+
+def from_environment(name: str) -> Any:
+    """Project-level value of ``name``: the environment if set, else the default."""
+    env = os.environ.get(name)
+    if env is not None and env.strip() != "":
+        return env
+    return DEFAULTS[name]

@@ -1,0 +1,154 @@
+"""Checks of single values of the contract: numbers, URLs, ``PRODUCT_FIELDS``; masking of secrets.
+
+Each check raises :class:`ConfigError` (a ``ValueError``) naming the setting
+and the offending value, with passwords, secret query options and ``API_KEY``
+masked. :mod:`.crawl` and ``proxies/config.py`` build their configurations
+from these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from productcrawler.payload import PayloadShape
+from productcrawler.url_options import MYSQL_OPTIONS, REDIS_OPTIONS, REDIS_TLS_OPTIONS, mask_query, parse_options
+
+
+class ConfigError(ValueError):
+    """A setting of the contract has a value the crawl cannot run with."""
+
+
+def text(value: Any) -> str | None:
+    """``value`` as stripped text, or ``None`` when it is unset or blank."""
+    if value is None:
+        return None
+    stripped = str(value).strip()
+    return stripped or None
+
+
+def mask_url(url: str | None) -> str | None:
+    """``url`` with its password and secret query options replaced by ``***`` (for messages and logs)."""
+    if not url:
+        return url
+    base, sep, query = url.partition("?")
+    try:
+        parts = urlsplit(base)
+        if parts.password is not None:
+            netloc = parts.netloc.rsplit("@", 1)
+            userinfo = netloc[0].split(":", 1)[0]
+            base = urlunsplit(parts._replace(netloc=f"{userinfo}:***@{netloc[1]}"))
+    except ValueError:
+        return "<unparseable URL>"
+    return base + sep + mask_query(query)
+
+
+def shown(name: str, value: Any) -> str:
+    """``value`` as a message may show it: ``API_KEY`` hidden, URLs' passwords masked."""
+    if name == "API_KEY":
+        return "***"
+    if name in ("DATABASE_URL", "REDIS_URL"):
+        return repr(mask_url(str(value)))
+    return repr(value)
+
+
+def number(name: str, raw: Any, kind: Callable[[Any], Any], *, minimum: float | None = None,
+           above: float | None = None, maximum: float | None = None) -> Any:
+    """``raw`` as ``kind`` (``int`` or ``float``) within the bounds, or ``ConfigError`` naming ``name``."""
+    try:
+        if isinstance(raw, bool):
+            raise ValueError
+        value = kind(str(raw).strip()) if isinstance(raw, str) else kind(raw)
+        if kind is float and value != value:  # NaN
+            raise ValueError
+    except (TypeError, ValueError):
+        noun = "an integer" if kind is int else "a number"
+        raise ConfigError(f"{name}={shown(name, raw)} is not {noun}") from None
+    if above is not None and not value > above:
+        raise ConfigError(f"{name}={shown(name, raw)} must be greater than {above:g}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name}={shown(name, raw)} must be at least {minimum:g}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{name}={shown(name, raw)} must be at most {maximum:g}")
+    return value
+
+
+def http_url(name: str, raw: Any) -> str:
+    url = text(raw)
+    if url is None:
+        raise ConfigError(f"{name} is empty; expected an http:// or https:// URL")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{name}={shown(name, url)} is not an http:// or https:// URL")
+    return url.rstrip("/")
+
+
+def database_url(raw: Any) -> str:
+    url = text(raw)
+    name = "DATABASE_URL"
+    if url is None:
+        raise ConfigError(f"{name} is empty; expected mysql://user:password@host:port/db or sqlite:///path")
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme in ("mysql", "mysql+pymysql"):
+        parts = urlsplit(url)
+        try:
+            options = parse_options(parts.query, MYSQL_OPTIONS)
+        except ValueError as error:
+            raise ConfigError(f"{name}={shown(name, url)} {error}") from None
+        if not (parts.hostname or "unix_socket" in options) or not parts.path.strip("/"):
+            raise ConfigError(f"{name}={shown(name, url)} needs a host and a database name: "
+                              "mysql://user:password@host:port/db")
+        try:
+            parts.port  # noqa: B018 - raises on a non-numeric port
+        except ValueError:
+            raise ConfigError(f"{name}={shown(name, url)} has a port that is not a number") from None
+        return url
+    if scheme == "sqlite":
+        if "?" in url:
+            raise ConfigError(f"{name}={shown(name, url)}: sqlite:/// takes no options")
+        if not url[len("sqlite://"):].startswith("/") or url == "sqlite:///":
+            raise ConfigError(f"{name}={shown(name, url)} must be sqlite:///relative/path.db "
+                              "or sqlite:////absolute/path.db")
+        return url
+    raise ConfigError(f"{name}={shown(name, url)} has an unknown scheme {scheme or '(none)'!r}; "
+                      "expected mysql:// or sqlite:///")
+
+
+#: REDIS_URL schemes: a single server (TCP, TLS, Unix socket) or a Redis Cluster.
+REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
+
+
+def redis_url(raw: Any) -> str | None:
+    url = text(raw)
+    if url is None:
+        return None
+    name = "REDIS_URL"
+    parts = urlsplit(url)
+    if parts.scheme not in REDIS_SCHEMES:
+        raise ConfigError(f"{name}={shown(name, url)} has an unknown scheme {parts.scheme or '(none)'!r}; "
+                          "expected redis://host:port/db, rediss:// (TLS) or redis+cluster://host:port")
+    try:
+        parts.port  # noqa: B018
+    except ValueError:
+        raise ConfigError(f"{name}={shown(name, url)} has a port that is not a number") from None
+    try:
+        options = parse_options(parts.query, REDIS_OPTIONS)
+    except ValueError as error:
+        raise ConfigError(f"{name}={shown(name, url)} {error}") from None
+    tls = sorted(REDIS_TLS_OPTIONS.intersection(options))
+    if tls and not parts.scheme.startswith("rediss"):
+        raise ConfigError(f"{name}={shown(name, url)} gives {tls[0]} without TLS; "
+                          "use rediss:// (or rediss+cluster://)")
+    if parts.scheme.endswith("+cluster"):
+        db = options.get("db", parts.path.strip("/") or "0")
+        if str(db) != "0":
+            raise ConfigError(f"{name}={shown(name, url)}: a Redis Cluster has database 0 only, not {db}")
+    return url
+
+
+def product_fields(raw: Any) -> PayloadShape:
+    try:
+        return PayloadShape.parse(raw)
+    except ValueError as error:
+        raise ConfigError(f"PRODUCT_FIELDS={shown('PRODUCT_FIELDS', raw)}: {error}") from None

@@ -1,0 +1,147 @@
+"""Where ``DATABASE_URL`` points and how to talk to it: ``connect()`` arguments and the SQL dialect.
+
+:class:`DatabaseTarget` turns the (already validated) URL into a DB-API
+module's ``connect()`` arguments, TLS options included; :class:`Dialect` holds
+what differs between MySQL and SQLite in the statements and values the crawl
+sends. The SQL the crawl runs is in ``database.py``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import ssl
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from productcrawler.config import ConfigError, mask_url
+from productcrawler.storage.schema import FAILURE_COLUMNS, MYSQL_DDL, PASS_COLUMN, PRODUCT_COLUMNS, SQLITE_DDL
+from productcrawler.url_options import MYSQL_OPTIONS, parse_options
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    module: str
+    ddl: tuple[str, ...]
+    upsert_product: str
+    upsert_failure: str
+    placeholder: str
+
+    def params(self, count: int) -> str:
+        return ", ".join([self.placeholder] * count)
+
+    def value(self, value: Any) -> Any:
+        """A query parameter as this database's driver takes it."""
+        return _sqlite_value(value) if self.name == "sqlite" else value
+
+    def rows(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """Rows of query parameters (``executemany``) as this database's driver takes them."""
+        if self.name != "sqlite":
+            return rows
+        return [tuple(_sqlite_value(v) for v in row) for row in rows]
+
+
+def _dialect(name: str, module: str, ddl: tuple[str, ...], placeholder: str,
+             upsert_suffix: str, excluded: str) -> Dialect:
+    def upsert(table: str, columns: tuple[str, ...], key: str) -> str:
+        values = ", ".join([placeholder] * len(columns))
+        updates = ", ".join(f"{c} = {excluded.format(c)}" for c in columns if c != key)
+        return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values}) "
+                f"{upsert_suffix.format(key)} {updates}")
+
+    return Dialect(
+        name=name, module=module, ddl=ddl, placeholder=placeholder,
+        upsert_product=upsert("products", (*PRODUCT_COLUMNS, PASS_COLUMN), "product_id"),
+        upsert_failure=upsert("crawl_failures", (*FAILURE_COLUMNS, PASS_COLUMN), "product_id"),
+    )
+
+
+# VALUES(col) rather than MySQL 8's row alias: MariaDB has no row alias.
+MYSQL = _dialect("mysql", "pymysql", MYSQL_DDL, "%s", "ON DUPLICATE KEY UPDATE", "VALUES({})")
+SQLITE = _dialect("sqlite", "sqlite3", SQLITE_DDL, "?", "ON CONFLICT({}) DO UPDATE SET", "excluded.{}")
+
+
+@dataclass(frozen=True)
+class DatabaseTarget:
+    """Where DATABASE_URL points, as connect() arguments for its DB-API module."""
+
+    dialect: Dialect
+    connect_kwargs: dict[str, Any]
+    shown_url: str  # password masked
+
+    @classmethod
+    def from_url(cls, url: str, *, connect_timeout: float = 5.0) -> DatabaseTarget:
+        shown = mask_url(url) or ""
+        parts = urlsplit(url)
+        if parts.scheme == "sqlite":
+            path = Path(unquote(url[len("sqlite:///"):]))
+            return cls(SQLITE, {"database": str(path), "check_same_thread": False,
+                                "timeout": 30.0}, shown)
+        if parts.scheme in ("mysql", "mysql+pymysql"):
+            kwargs = {
+                "host": parts.hostname, "port": parts.port or 3306,
+                "user": unquote(parts.username or "root"), "password": unquote(parts.password or ""),
+                "database": parts.path.strip("/"), "charset": "utf8mb4", "autocommit": False,
+                "connect_timeout": max(1, int(connect_timeout)), "read_timeout": 60, "write_timeout": 60,
+                **_mysql_options(parts.query),
+            }
+            return cls(MYSQL, kwargs, shown)
+        raise ConfigError(f"DATABASE_URL={shown!r} has an unknown scheme")
+
+    def connect(self) -> Any:
+        """A plain DB-API connection (start-up checks, tools, tests)."""
+        if self.dialect is SQLITE:
+            Path(self.connect_kwargs["database"]).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(**self.connect_kwargs)
+            sqlite_prepare(conn)
+            return conn
+        import pymysql
+
+        return pymysql.connect(**self.connect_kwargs)
+
+
+def _mysql_options(query: str) -> dict[str, Any]:
+    """DATABASE_URL's query options as PyMySQL ``connect()`` arguments (validated in config)."""
+    options = parse_options(query, MYSQL_OPTIONS)
+    if "ssl_ca" in options:
+        # PyMySQL alone would encrypt without checking the certificate against
+        # the CA it was given; whoever names a CA means "verify with it".
+        options.setdefault("ssl_verify_cert", True)
+    elif options.get("ssl_verify_identity"):
+        # Without a CA file PyMySQL turns the host name check off whatever
+        # ssl_verify_identity says: verify with the system's CAs, host name
+        # included, through a context of our own.
+        return {**{k: v for k, v in options.items() if not k.startswith("ssl_")},
+                "ssl": _system_ca_context(options)}
+    return options
+
+
+def _system_ca_context(options: dict[str, Any]) -> ssl.SSLContext:
+    context = ssl.create_default_context()  # the system's CAs, CERT_REQUIRED, host name checked
+    context.verify_flags &= ~ssl.VERIFY_X509_STRICT  # as PyMySQL: MySQL's own certificates fail it
+    if "ssl_cert" in options:
+        try:
+            context.load_cert_chain(options["ssl_cert"], options.get("ssl_key"), options.get("ssl_key_password"))
+        except (OSError, ValueError) as error:  # ssl.SSLError is an OSError: a wrong key or passphrase
+            raise ConfigError(f"DATABASE_URL options ssl_cert={options['ssl_cert']!r}, ssl_key=***: "
+                              f"cannot load the client certificate ({error})") from None
+    return context
+
+
+def sqlite_prepare(conn: sqlite3.Connection) -> None:
+    # WAL lets `scrapy progress` and users read while the crawl writes.
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+
+
+def _sqlite_value(value: Any) -> Any:
+    # sqlite3 has no Decimal or datetime adapters worth relying on (the
+    # datetime one is deprecated); store exact text.
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if value is not None and not isinstance(value, (int, str, float, bytes)):
+        return str(value)
+    return value

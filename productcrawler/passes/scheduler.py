@@ -45,6 +45,8 @@ from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
 from productcrawler.passes.calls import PassCalls
 from productcrawler.retry.policy import RESEND_NOW
 from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
+from productcrawler.retry.scheduler import DelayingScheduler
+from productcrawler.spiders.products import ProductsSpider
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -86,12 +88,8 @@ class PassScheduler(BaseScheduler):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]
-        from productcrawler.spiders.products import ProductsSpider
-
         if not isinstance(crawler.spider, ProductsSpider):
             # Another spider of the project (one-URL commands, benchmarks): no pass.
-            from productcrawler.retry.scheduler import DelayingScheduler
-
             return DelayingScheduler.from_crawler(crawler)
         return cls(crawler, pass_for(crawler))
 

@@ -84,9 +84,9 @@ EFFECTIVE_RATE_INTERVAL = 1.0  # seconds between updates of the effective_rate s
 # runs one turn of the loop after its timer. Every late millisecond counts
 # against the slot's lateness budget (9 ms at 500/s), so the wait aims this
 # much before the slot and, when that wake-up comes early, sleeps again for
-# the rest: a request is never sent before its slot. Measured at 500/s: median
-# wake-up 0.8-1.0 ms after the slot instead of 1.5-1.8 ms, a quarter fewer
-# more than 2 ms late (bench/where_bursts.py).
+# the rest: a request is never sent before its slot. The lag it removes is
+# small beside the stalls that make most slots stale (BENCHMARKS.md, "Where
+# the slots of a pass go").
 WAKE_EARLY = 0.0015  # seconds
 PACING_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"
 

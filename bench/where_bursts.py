@@ -16,6 +16,7 @@ cap + burst and cap/10 + burst is where the clump forms.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
@@ -28,7 +29,7 @@ import aiohttp
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.append(str(ROOT / "bench"))  # last: bench/profile.py would shadow the stdlib's
 
 try:  # the pacing handler; Scrapy's own on code from before it
     from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler as BaseHandler
@@ -37,7 +38,8 @@ except ImportError:
 from productcrawler.middlewares.ratelimit import RateLimitMiddleware  # noqa: E402
 
 PROBE_FILE = "WHERE_BURSTS_FILE"
-STAMPS: dict[str, list[float]] = {"token": [], "handler": [], "socket": []}
+STAMPS: dict[str, list[float]] = {"token": [], "handler": [], "socket": [], "queue": [],
+                                  "stale_wake": [], "send_wake": []}
 
 
 def _dump() -> None:
@@ -51,12 +53,36 @@ class ProbedMiddleware(RateLimitMiddleware):
             await super().process_request(request)
             STAMPS["token"].append(time.monotonic())
 
+    def spider_opened(self) -> None:
+        super().spider_opened()
+        # Each task's latest slot: how late its wake-up came is taken at its next
+        # acquire (the slot was stale) or when it may send.
+        slots: dict[int, float] = {}
+        acquire = self.limiter.acquire
+
+        async def probed_acquire():  # type: ignore[no-untyped-def]
+            task = id(asyncio.current_task())
+            if task in slots:
+                STAMPS["stale_wake"].append(time.monotonic() - slots[task])
+            reservation = await acquire()
+            slots[task] = reservation.at
+            STAMPS["queue"].append(self.waiting)
+            return reservation
+
+        self.limiter.acquire = probed_acquire  # type: ignore[method-assign]
+        self._probe_slots = slots
+
     async def wait_for_slot(self, request):  # type: ignore[no-untyped-def]
         await super().wait_for_slot(request)
-        STAMPS["token"].append(time.monotonic())
+        now = time.monotonic()
+        STAMPS["token"].append(now)
+        slot = self._probe_slots.pop(id(asyncio.current_task()), None)
+        if slot is not None:
+            STAMPS["send_wake"].append(now - slot)
 
     async def spider_closed(self) -> None:
         await super().spider_closed()
+        STAMPS["counts"] = [self.late_wakeups, getattr(self.limiter, "expired_slots", 0)]
         _dump()
 
 
@@ -101,8 +127,9 @@ def main() -> int:
         "DATABASE_URL": f"mysql://root@127.0.0.1:3306/{database}", "MAX_REQUESTS_PER_SECOND": args.rate,
         "LOG_LEVEL": "WARNING",
         "DOWNLOADER_MIDDLEWARES": {"productcrawler.middlewares.ratelimit.RateLimitMiddleware": None,
-                                   "where_bursts.ProbedMiddleware": 950},
-        "DOWNLOAD_HANDLERS": {"http": "where_bursts.ProbedHandler", "https": "where_bursts.ProbedHandler"}}
+                                   "bench.where_bursts.ProbedMiddleware": 950},
+        "DOWNLOAD_HANDLERS": {"http": "bench.where_bursts.ProbedHandler",
+                              "https": "bench.where_bursts.ProbedHandler"}}
     if args.redis:
         settings.update(REDIS_URL="redis://127.0.0.1:6379/0", REDIS_KEY_PREFIX=prefix)
     if args.stall:
@@ -112,7 +139,7 @@ def main() -> int:
             if args.hold:
                 server.hold(0.3, every=1.2)
             env = {**os.environ, PROBE_FILE: probe.name,
-                   "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "bench")])}
+                   "PYTHONPATH": str(ROOT)}
             subprocess.run(crawl_command(1, args.ids, server.base_url, settings), cwd=ROOT, env=env, check=True)
             stamps = json.load(open(probe.name))
             stamps["arrival"] = server.arrivals()
@@ -123,7 +150,37 @@ def main() -> int:
         times = stamps[stage]
         print(f"{stage:8} n={len(times):6}  busiest 1 s {busiest_window(times):4}  "
               f"busiest 100 ms {busiest_window(times, 0.1):3}  busiest 10 ms {busiest_window(times, 0.01):3}")
+    account(stamps, args.rate)
     return 0
+
+
+def account(stamps: dict[str, list[float]], rate: float) -> None:
+    """Where the slots of the pass went: sent, dropped as stale, expired unused, never granted."""
+    arrivals = sorted(stamps["arrival"])
+    if len(arrivals) < 2 or "counts" not in stamps:
+        return
+    span = arrivals[-1] - arrivals[0]
+    capacity = span * rate
+    stale, expired = stamps["counts"]
+    never = capacity - len(arrivals) - stale - expired
+    print(f"slots of the pass (cap x {span:.2f} s of arrivals) {capacity:.0f}: arrived {len(arrivals)} "
+          f"({100 * (len(arrivals) - 1) / capacity:.2f} %), dropped stale in the handler {stale} "
+          f"({100 * stale / capacity:.2f} %), leased but expired before a request took them {expired} "
+          f"({100 * expired / capacity:.2f} %), never granted (no request asked in time) {never:.0f} "
+          f"({100 * never / capacity:.2f} %)")
+    queue = stamps["queue"]
+    if queue:
+        print(f"requests waiting in the handler at each slot taken: none besides it "
+              f"{100 * sum(q <= 1 for q in queue) / len(queue):.1f} %, 10 or more "
+              f"{100 * sum(q >= 10 for q in queue) / len(queue):.1f} %")
+    wakes = sorted(stamps["send_wake"] + stamps["stale_wake"])
+    if wakes:
+        def at(share: float) -> float:
+            return 1000 * wakes[int(share * (len(wakes) - 1))]
+
+        print(f"wake-up after the slot, ms (n={len(wakes)}): median {at(0.5):.2f}, p90 {at(0.9):.2f}, "
+              f"p99 {at(0.99):.1f}; later than 2 ms {sum(w > 0.002 for w in wakes)}, "
+              f"than 9 ms {sum(w > 0.009 for w in wakes)}")
 
 
 if __name__ == "__main__":

@@ -86,6 +86,9 @@ class RateLimiter(Protocol):
     @property
     def factor(self) -> float: ...
 
+    @property
+    def expired_slots(self) -> int: ...
+
     async def acquire(self) -> Reservation: ...
 
     def set_pace(self, pace: float | None) -> None: ...
@@ -203,6 +206,8 @@ class TokenBucket:
 
 class LocalRateLimiter:
     """The async :class:`RateLimiter` interface over one in-process bucket."""
+
+    expired_slots: int = 0  # a local slot is granted only when a request asks for it
 
     def __init__(self, bucket: TokenBucket) -> None:
         self.bucket: TokenBucket = bucket

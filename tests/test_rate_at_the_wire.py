@@ -13,31 +13,11 @@ from __future__ import annotations
 
 import subprocess
 
-from scrapy.settings import Settings
-
-from productcrawler.config import CrawlConfig
 from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, run_crawl
-from tests.windows import max_in_window
+from tests.windows import CAP, assert_within_bounds, settings_for
 
-CAP = 200
 STALLS = {"EXTENSIONS": '{"tests.stall_extension.ReactorStall": 0}', "STALL_EVERY": 0.7,
           "STALL_MIN": 0.1, "STALL_MAX": 0.2}
-
-
-def burst(cap: float) -> float:
-    return CrawlConfig.from_settings(Settings({"MAX_REQUESTS_PER_SECOND": cap})).rate_limit_burst
-
-
-def assert_within_bounds(times: list[float], cap: float, ids: int) -> None:
-    assert len(times) == ids
-    one_second, tenth = max_in_window(times, 1.0), max_in_window(times, 0.1)
-    assert tenth <= cap / 10 + burst(cap), (one_second, tenth)
-    assert one_second <= cap + burst(cap), (one_second, tenth)
-
-
-def settings_for(server, mysql_url, cap: float = CAP, **extra: object) -> dict[str, object]:
-    return {"API_BASE_URL": server.base_url, "DATABASE_URL": mysql_url, "MAX_REQUESTS_PER_SECOND": cap,
-            **extra}
 
 
 def test_a_blocked_reactor_does_not_send_a_catch_up_clump(clean_arrival_server, mysql_url):

@@ -33,7 +33,7 @@ import redis
 
 from tests.conftest import ROOT, crawl_command, crawl_env
 from tests.servers import binary, stop
-from tests.test_rate_at_the_wire import assert_within_bounds, settings_for
+from tests.windows import assert_within_bounds, settings_for
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

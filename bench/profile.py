@@ -45,7 +45,7 @@ SAMPLING_RATE = 250  # samples per second
 
 # (component, pattern on the frame's file path), most specific first.
 COMPONENTS: list[tuple[str, str]] = [
-    ("rate limit (ours)", r"productcrawler/(ratelimit|middlewares/ratelimit)"),
+    ("rate limit (ours)", r"productcrawler/ratelimit"),
     ("retry / auth / stats middlewares (ours)", r"productcrawler/(middlewares|retry|stats)"),
     ("cleaning + parse (ours)", r"productcrawler/(cleaning|spiders)"),
     ("storage pipeline + MySQL", r"productcrawler/(pipelines|storage)|pymysql/|twisted/enterprise/"),

@@ -35,7 +35,7 @@ try:  # the pacing handler; Scrapy's own on code from before it
     from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler as BaseHandler
 except ImportError:
     from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler as BaseHandler
-from productcrawler.middlewares.ratelimit import RateLimitMiddleware  # noqa: E402
+from productcrawler.ratelimit.middleware import RateLimitMiddleware  # noqa: E402
 
 PROBE_FILE = "WHERE_BURSTS_FILE"
 STAMPS: dict[str, list[float]] = {"token": [], "handler": [], "socket": [], "queue": [],
@@ -126,7 +126,7 @@ def main() -> int:
     settings: dict[str, object] = {
         "DATABASE_URL": f"mysql://root@127.0.0.1:3306/{database}", "MAX_REQUESTS_PER_SECOND": args.rate,
         "LOG_LEVEL": "WARNING",
-        "DOWNLOADER_MIDDLEWARES": {"productcrawler.middlewares.ratelimit.RateLimitMiddleware": None,
+        "DOWNLOADER_MIDDLEWARES": {"productcrawler.ratelimit.middleware.RateLimitMiddleware": None,
                                    "bench.where_bursts.ProbedMiddleware": 950},
         "DOWNLOAD_HANDLERS": {"http": "bench.where_bursts.ProbedHandler",
                               "https": "bench.where_bursts.ProbedHandler"}}

@@ -10,8 +10,8 @@ import ssl
 from typing import TYPE_CHECKING, Any
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
-from productcrawler.middlewares.ratelimit import rate_limit_enabled
 from productcrawler.proxies.config import ProxyConfig
+from productcrawler.ratelimit.middleware import rate_limit_enabled
 from productcrawler.redis_connection import is_cluster, redis_client
 from productcrawler.storage.target import DatabaseTarget
 

@@ -49,7 +49,7 @@ DOWNLOADER_MIDDLEWARES = {
     "productcrawler.proxies.middleware.ProxyMiddleware": 800,
     # Closest to the downloader: every request actually sent takes a token,
     # retries included.
-    "productcrawler.middlewares.ratelimit.RateLimitMiddleware": 950,
+    "productcrawler.ratelimit.middleware.RateLimitMiddleware": 950,
     # Request latency histogram, measured from when the rate limit lets a
     # request go; off unless METRICS_PORT is set.
     "productcrawler.middlewares.request_timing.RequestTiming": 960,
@@ -104,7 +104,7 @@ DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 # The wholesale-failure guard (extensions/guard.py); its thresholds are GUARD_* in config/defaults.py.
 GUARD_ENABLED = True
 
-# The token bucket (middlewares/ratelimit.py) is the hard cap on requests sent.
+# The token bucket (ratelimit/middleware.py) is the hard cap on requests sent.
 RATE_LIMIT_ENABLED = True
 # Concurrency is sized from the rate and the API's latency (Little's law): a
 # request waiting for its token holds a slot, so concurrency >= rate x (latency

@@ -10,8 +10,8 @@ from scrapy.http import Request, Response
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
-from productcrawler.middlewares.ratelimit import RateLimitMiddleware
 from productcrawler.ratelimit.autothrottle import BucketAutoThrottle
+from productcrawler.ratelimit.middleware import RateLimitMiddleware
 from tests.conftest import run_crawl
 
 

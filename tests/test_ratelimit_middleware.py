@@ -16,8 +16,8 @@ from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
 from productcrawler import stat_keys
-from productcrawler.middlewares.ratelimit import ASYNCIO_REACTOR, RateLimitMiddleware, _check_asyncio, rate_limit_of
 from productcrawler.ratelimit import LocalRateLimiter, RedisTokenBucket
+from productcrawler.ratelimit.middleware import ASYNCIO_REACTOR, RateLimitMiddleware, _check_asyncio, rate_limit_of
 from tests.conftest import REDIS_URL
 from tests.windows import max_in_window
 
@@ -174,7 +174,7 @@ def test_429_backs_off_once_per_rate_and_logs_once(caplog: pytest.LogCaptureFixt
         # A 429 for a request that never went through the limiter counts as fresh.
         await mw.process_response(requests[3], Response(requests[3].url, status=429))
 
-    with caplog.at_level(logging.DEBUG, logger="productcrawler.middlewares.ratelimit"):
+    with caplog.at_level(logging.DEBUG, logger="productcrawler.ratelimit.middleware"):
         asyncio.run(main())
     stats = mw.crawler.stats
     assert stats.get_value(stat_keys.RATELIMIT_429) == 4

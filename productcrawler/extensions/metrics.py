@@ -29,10 +29,10 @@ from twisted.internet.task import deferLater
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig, crawl_config
 from productcrawler.instruments import instruments_for
-from productcrawler.middlewares.ratelimit import RateLimitMiddleware
 from productcrawler.middlewares.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
 from productcrawler.passes import built_pass
 from productcrawler.proxies.metrics import ProxyStatsCollector
+from productcrawler.ratelimit.middleware import RateLimitMiddleware
 
 if TYPE_CHECKING:
     import threading

@@ -5,7 +5,7 @@ injectable clock) and its async adapter (:class:`LocalRateLimiter`);
 ``redis_bucket`` holds the shared bucket (:class:`RedisTokenBucket`);
 ``handler`` the download handler that waits for each slot right before
 sending. The downloader middleware that builds them is
-:mod:`productcrawler.middlewares.ratelimit`, whose docstring explains how the
+:mod:`productcrawler.ratelimit.middleware`, whose docstring explains how the
 limit, AutoThrottle and ``CONCURRENT_REQUESTS`` fit together.
 """
 

@@ -28,7 +28,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from productcrawler.config import ConfigError
-from productcrawler.middlewares.ratelimit import rate_limit_of
+from productcrawler.ratelimit.middleware import rate_limit_of
 
 if TYPE_CHECKING:
     # typing.Self requires Python 3.11

@@ -2,7 +2,7 @@
 
 The token bucket's slot has to hold where the API counts requests: on the
 wire. :class:`PacedDownloadMixin` waits for the slot (and gives up stale ones,
-see :meth:`~productcrawler.middlewares.ratelimit.RateLimitMiddleware.wait_for_slot`)
+see :meth:`~productcrawler.ratelimit.middleware.RateLimitMiddleware.wait_for_slot`)
 as the first thing a download does, then calls the handler's own
 ``download_request``. In Scrapy's aiohttp handler nothing between that call
 and aiohttp writing the request to a pooled connection suspends, so no other
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler
 
-from productcrawler.middlewares.ratelimit import rate_limit_enabled, rate_limit_of
 from productcrawler.middlewares.request_timing import SENT_AT
+from productcrawler.ratelimit.middleware import rate_limit_enabled, rate_limit_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

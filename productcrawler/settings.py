@@ -153,4 +153,10 @@ LOG_LEVEL = "INFO"
 # No per-response/per-item DEBUG record is built unless LOG_LEVEL is DEBUG.
 LOG_FORMATTER = "productcrawler.logformatter.QuietLogFormatter"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+# libuv's event loop under that reactor: about a third of the crawl's CPU is
+# the event loop's own bookkeeping (callbacks, tasks, socket writes), which
+# uvloop does in C. Paired runs beside the default loop: 0.95x the CPU per
+# response (9 of 10 pairs cheaper); bench/peers.py: 0.83x unthrottled, 0.88x
+# at 500/s (BENCHMARKS.md). tests/conftest.py installs the same loop.
+ASYNCIO_EVENT_LOOP = "uvloop.Loop"
 FEED_EXPORT_ENCODING = "utf-8"

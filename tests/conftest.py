@@ -39,7 +39,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # without this a component's reactor check depends on the order of the tests.
     from scrapy.utils.reactor import install_reactor
 
-    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+    from productcrawler import settings
+
+    # And its event loop: Scrapy refuses a crawler whose ASYNCIO_EVENT_LOOP
+    # differs from the installed one.
+    install_reactor(settings.TWISTED_REACTOR, settings.ASYNCIO_EVENT_LOOP)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -72,7 +72,11 @@ class Crawler:
 
     async def run(self) -> dict[str, Any]:
         args = self.args
-        self.redis = aioredis.Redis.from_url(args.redis_url)
+        # redis-py 8's default pool raises "Too many connections" past 100
+        # at once; with 1,000 coroutines in flight a loaded machine gets there.
+        # A blocking pool of the same size waits for a free connection instead.
+        self.redis = aioredis.Redis(connection_pool=aioredis.BlockingConnectionPool.from_url(
+            args.redis_url, max_connections=100))
         self.pool = await aiomysql.create_pool(host="127.0.0.1", port=3306, user="root", password="",
                                                db=args.database, charset="utf8mb4", autocommit=True,
                                                minsize=1, maxsize=args.db_pool)

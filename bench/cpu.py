@@ -66,6 +66,13 @@ GC_TUNING = "productcrawler.extensions.gc_tuning.GcTuning"
 DOWNLOADER_STATS = "scrapy.downloadermiddlewares.stats.DownloaderStats"
 TRAFFIC_STATS = "productcrawler.middlewares.traffic_stats.TrafficStats"
 SCRAPY_STATS = "scrapy.statscollectors.MemoryStatsCollector"
+START_MW = "scrapy.spidermiddlewares.start.StartSpiderMiddleware"
+HTTPERROR_MW = "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware"
+REQUEST_MWS = ("scrapy.downloadermiddlewares.downloadtimeout.DownloadTimeoutMiddleware",
+               "scrapy.downloadermiddlewares.defaultheaders.DefaultHeadersMiddleware",
+               "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware")
+CORESTATS = "scrapy.extensions.corestats.CoreStats"
+DEFAULT_LOOP = "asyncio.SelectorEventLoop"  # what asyncio.new_event_loop() makes on Linux
 
 
 def variants() -> dict[str, tuple[str, dict[str, Any]]]:
@@ -76,6 +83,7 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
     ladder that led to today's settings, are in git history and BENCHMARKS.md's.)
     """
     dl = downloader_middlewares()
+    sm = _project_spider_middlewares()
     return {
         STOCK: (STOCK, {}),
         "stock-info": (STOCK, {"LOG_LEVEL": "INFO"}),
@@ -91,6 +99,15 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
         # The Prometheus endpoint and its per-request latency histogram (issue 17).
         "ours+metrics": ("ours", {"METRICS_PORT": 0}),
         "ours-no-ratelimit": ("ours", {"DOWNLOADER_MIDDLEWARES": _without_ratelimit(dl), "RATE_LIMIT_ENABLED": False}),
+        # Issue 20's candidates: default components that do nothing for our requests.
+        "ours-start-mw": ("ours", {"SPIDER_MIDDLEWARES": {**sm, START_MW: None}}),
+        "ours-httperror-mw": ("ours", {"SPIDER_MIDDLEWARES": {**sm, HTTPERROR_MW: None}}),
+        "ours-spider-mws": ("ours", {"SPIDER_MIDDLEWARES": {**sm, START_MW: None, HTTPERROR_MW: None}}),
+        # Measurement only: without the headers and timeout they add, requests differ.
+        "ours-request-mws": ("ours", {"DOWNLOADER_MIDDLEWARES": {**dl, **dict.fromkeys(REQUEST_MWS)}}),
+        "ours-corestats": ("ours", {"EXTENSIONS": {**_project_extensions(), CORESTATS: None}}),
+        # asyncio's own event loop instead of uvloop's (settings.py's ASYNCIO_EVENT_LOOP).
+        "ours-uvloop": ("ours", {"ASYNCIO_EVENT_LOOP": DEFAULT_LOOP}),
     }
 
 
@@ -102,6 +119,12 @@ def _project_extensions() -> dict[str, Any]:
     from _common import project_settings
 
     return dict(project_settings()["EXTENSIONS"])
+
+
+def _project_spider_middlewares() -> dict[str, Any]:
+    from _common import project_settings
+
+    return dict(project_settings()["SPIDER_MIDDLEWARES"])
 
 
 def _without_ratelimit(middlewares: dict[str, Any]) -> dict[str, Any]:

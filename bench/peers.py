@@ -12,7 +12,9 @@ Crawlers:
 - ``stock``: ``bench/stock_spider.py``, Scrapy's default settings (LOG_LEVEL
   INFO), no storage; unthrottled only (it has no rate limit);
 - ``aiohttp``: ``bench/aiohttp_crawler.py``, the articles' design (aiomysql
-  upsert per item, Redis set of done ids).
+  upsert per item, Redis set of done ids);
+- ``ours-uvloop`` (only when named): ``ours`` on asyncio's own event loop
+  instead of uvloop's (``ASYNCIO_EVENT_LOOP=asyncio.SelectorEventLoop``).
 
 Modes: ``unthrottled`` (MAX_REQUESTS_PER_SECOND=1e6) and ``500`` (500/s; ideal
 wall time ids/500). Per run: CPU seconds of the crawler process (user+sys,
@@ -57,6 +59,10 @@ from _common import (
 )
 
 CRAWLERS = ("ours", "stock", "aiohttp")
+#: Ours with extra settings, by --crawlers name (not run unless named).
+OURS_VARIANTS: dict[str, dict[str, Any]] = {
+    "ours-uvloop": {"ASYNCIO_EVENT_LOOP": "asyncio.SelectorEventLoop"},  # asyncio's loop, not uvloop's
+}
 MODES = ("unthrottled", "500")
 UNTHROTTLED = 1_000_000
 
@@ -79,7 +85,7 @@ def run_one(crawler: str, rate: float, ids: int, base_url: str, work: Path, *,
         else:
             settings: dict[str, Any] = {"DATABASE_URL": f"mysql://root@127.0.0.1:3306/{database}",
                                         "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": prefix,
-                                        "MAX_REQUESTS_PER_SECOND": rate}
+                                        "MAX_REQUESTS_PER_SECOND": rate, **OURS_VARIANTS.get(crawler, {})}
             command = crawl_command(1, ids, base_url, settings)
             cwd = BENCH.parent
         before = redis_used_memory()

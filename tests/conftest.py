@@ -43,11 +43,16 @@ def pytest_configure(config: pytest.Config) -> None:
     # without this a component's reactor check depends on the order of the tests.
     from scrapy.utils.reactor import install_reactor
 
-    # Its event loop is the one unit tests of the pass and scheduler run on (tests.helpers.on_reactor_loop).
+    from productcrawler import settings
+
+    # And its event loop: Scrapy refuses a crawler whose ASYNCIO_EVENT_LOOP
+    # differs from the installed one. That loop is also the one unit tests of
+    # the pass and scheduler run on (tests.helpers.on_reactor_loop).
+    install_reactor(settings.TWISTED_REACTOR, settings.ASYNCIO_EVENT_LOOP)
+    from twisted.internet import reactor  # the one just installed
+
     global REACTOR_LOOP
-    REACTOR_LOOP = asyncio.new_event_loop()
-    asyncio.set_event_loop(REACTOR_LOOP)
-    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+    REACTOR_LOOP = reactor._asyncioEventloop  # Twisted keeps no public handle on it
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

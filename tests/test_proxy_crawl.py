@@ -86,6 +86,18 @@ def kill_when(farm, index: int, forwarded: int, timeout: float = 60) -> float:
     return killed_at
 
 
+def start_with_every_proxy_refusing(start, simulator, mysql_url: str, farm, **extra: object) -> Output:
+    """A crawl of ids 1..200 whose three proxies all refuse connections, once it logs that it waits for them."""
+    for index in range(3):
+        farm.set_mode(index, "refuse")
+    crawl = start("-a", "end_id=200", settings=settings_for(simulator, mysql_url, farm, **extra))
+    give_up = time.monotonic() + 60
+    while not any("All 3 proxies are resting" in line for line in crawl.lines):
+        assert time.monotonic() < give_up, "the crawl never waited for a proxy"
+        time.sleep(0.05)
+    return crawl
+
+
 class Output:
     """A crawl subprocess whose log is read as it is written."""
 
@@ -207,14 +219,8 @@ def test_a_403_that_follows_the_proxy_rests_it_one_that_follows_the_id_fails_the
 
 
 def test_when_every_proxy_rests_the_crawl_waits_and_loses_no_id(clean_simulator, mysql_url, proxies, start):
-    for index in range(3):
-        proxies.set_mode(index, "refuse")
-    crawl = start("-a", "end_id=200", settings=settings_for(clean_simulator, mysql_url, proxies,
-                                                           PROXY_REST_BASE=1, PROXY_REST_MAX=2))
-    give_up = time.monotonic() + 60
-    while not any("All 3 proxies are resting" in line for line in crawl.lines):
-        assert time.monotonic() < give_up, "the crawl never waited for a proxy"
-        time.sleep(0.05)
+    crawl = start_with_every_proxy_refusing(start, clean_simulator, mysql_url, proxies,
+                                            PROXY_REST_BASE=1, PROXY_REST_MAX=2)
     time.sleep(2)
     for index in range(3):
         proxies.set_mode(index, "ok")
@@ -276,14 +282,8 @@ def test_a_blocked_proxy_answering_403_faster_than_the_api_does_not_stop_the_cra
 
 
 def test_an_operators_stop_does_not_wait_for_resting_proxies(clean_simulator, mysql_url, proxies, start):
-    for index in range(3):
-        proxies.set_mode(index, "refuse")
-    crawl = start("-a", "end_id=200", settings=settings_for(clean_simulator, mysql_url, proxies,
-                                                           PROXY_REST_BASE=120, PROXY_REST_MAX=240))
-    give_up = time.monotonic() + 60
-    while not any("All 3 proxies are resting" in line for line in crawl.lines):
-        assert time.monotonic() < give_up, "the crawl never waited for a proxy"
-        time.sleep(0.05)
+    crawl = start_with_every_proxy_refusing(start, clean_simulator, mysql_url, proxies,
+                                            PROXY_REST_BASE=120, PROXY_REST_MAX=240)
     crawl.process.send_signal(signal.SIGINT)
     stopped = time.monotonic()
     code, log = crawl.wait(timeout=120)

@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.request
 import uuid
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 import pytest
@@ -29,7 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from productcrawler.simulator import catalog
 from tests.conftest import MYSQL, REDIS_URL, ROOT, crawl_command, crawl_env
-from tests.helpers import redis_keys
+from tests.helpers import read_lines, redis_keys
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -136,7 +136,7 @@ def test_metric_names_are_found_in_queries() -> None:
 
 # --- a live crawl at 500/s ---------------------------------------------------
 
-END = 5000
+END = 2000  # 4 s at RATE: scraped a score of times while requests are in flight
 RATE = 500
 LINGER = 4.0
 LOG_URL = re.compile(r"Prometheus metrics at (http://127\.0\.0\.1:\d+/metrics)")
@@ -152,12 +152,6 @@ def _scrape(url: str) -> Samples:
 
 def _total(samples: Samples, name: str) -> float:
     return sum(value for (sample, _), value in samples.items() if sample == name)
-
-
-def _lines(stream: IO[str], into: queue.Queue[str], log: list[str]) -> None:
-    for line in stream:
-        log.append(line)
-        into.put(line)
 
 
 @pytest.fixture(scope="module")
@@ -177,9 +171,9 @@ def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
                     REDIS_URL=REDIS_URL, REDIS_KEY_PREFIX=prefix)
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
+    lines: queue.Queue[str | None] = queue.Queue()
     log: list[str] = []
-    reader = threading.Thread(target=_lines, args=(process.stderr, lines, log), daemon=True)
+    reader = threading.Thread(target=read_lines, args=(process.stderr, lines, log), daemon=True)
     reader.start()
     during: list[Samples] = []
     final: Samples | None = None
@@ -188,7 +182,7 @@ def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
         deadline = time.monotonic() + 60
         while final is None and time.monotonic() < deadline and process.poll() is None:
             try:
-                line = lines.get(timeout=0.2)
+                line = lines.get(timeout=0.2) or ""  # None: the log ended
             except queue.Empty:
                 line = ""
             if url is None:

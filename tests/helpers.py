@@ -274,3 +274,36 @@ def assert_resumed(arrivals: list[tuple], done_before: set[int], end: int, use_r
 def redis_keys(client: Any, prefix: str) -> list[bytes]:
     """Every key under a test's prefix: the pass's keys are ``{prefix}:...`` (the cluster hash tag)."""
     return [key for pattern in (f"{prefix}:*", f"{{{prefix}}}:*") for key in client.scan_iter(pattern)]
+
+
+# --- crawls whose log is read as it is written ------------------------------------
+
+
+class LoggedCrawl:
+    """A subprocess (a crawl, say) whose stderr is read as it is written: each line into
+    ``log`` and into the queue ``lines`` (``None`` at its end). stdout is dropped."""
+
+    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
+        import queue
+        import threading
+
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env or crawl_env(), stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, text=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.log: list[str] = []
+        self._reader = threading.Thread(target=read_lines, args=(self.process.stderr, self.lines, self.log),
+                                        daemon=True)
+        self._reader.start()
+
+    def wait(self, timeout: float = 180) -> tuple[int, str]:
+        """The exit code and the whole log, once the process has ended."""
+        code = self.process.wait(timeout=timeout)
+        self._reader.join(timeout=10)
+        return code, "".join(self.log)
+
+    def kill(self) -> None:
+        """Kill the process if it still runs (a failed test's clean-up)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        self._reader.join(timeout=5)

@@ -15,7 +15,6 @@ import queue
 import re
 import shutil
 import subprocess
-import threading
 import time
 import urllib.request
 import uuid
@@ -29,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from productcrawler.simulator import catalog
 from tests.conftest import MYSQL, REDIS_URL, ROOT, crawl_command, crawl_env
-from tests.helpers import read_lines, redis_keys
+from tests.helpers import LoggedCrawl, redis_keys
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -169,12 +168,8 @@ def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
                                       "RETRY_BACKOFF_MAX": 0.5})
     env = crawl_env(API_BASE_URL=simulator.base_url, DATABASE_URL=f"mysql://root@127.0.0.1:3306/{database}",
                     REDIS_URL=REDIS_URL, REDIS_KEY_PREFIX=prefix)
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str | None] = queue.Queue()
-    log: list[str] = []
-    reader = threading.Thread(target=read_lines, args=(process.stderr, lines, log), daemon=True)
-    reader.start()
+    crawl = LoggedCrawl(command, env)
+    process, lines, log = crawl.process, crawl.lines, crawl.log
     during: list[Samples] = []
     final: Samples | None = None
     try:
@@ -196,10 +191,7 @@ def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
         assert process.wait(timeout=30) == 0, "".join(log)[-3000:]
         yield {"during": during, "final": final, "arrivals": simulator.arrivals(), "log": log}
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        reader.join(timeout=5)
+        crawl.kill()
         simulator.set_faults([])
         connection.cursor().execute(f"DROP DATABASE IF EXISTS {database}")
         connection.close()

@@ -10,8 +10,6 @@ the crawl's stats (``first_rest_at``) and Redis.
 from __future__ import annotations
 
 import signal
-import subprocess
-import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -24,34 +22,31 @@ from tests.conftest import (
     PROXY_PASSWORD,
     PROXY_USER,
     REDIS_URL,
-    ROOT,
     crawl_command,
-    crawl_env,
     mysql_query,
     run_crawl,
 )
-from tests.helpers import dumped_stats
+from tests.helpers import LoggedCrawl, dumped_stats
 from tests.windows import max_in_window
 
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Callable, Iterator
 
 CAP = 100
 
 
 @pytest.fixture
-def start(mysql_url) -> Iterator[Callable[..., Output]]:
+def start(mysql_url) -> Iterator[Callable[..., LoggedCrawl]]:
     """Starts crawls that are killed, before their database and Redis keys go, if a test fails first."""
-    started: list[Output] = []
+    started: list[LoggedCrawl] = []
 
-    def start_crawl(*args: str, settings: dict[str, object]) -> Output:
-        started.append(Output(crawl_command(*args, settings=settings)))
+    def start_crawl(*args: str, settings: dict[str, object]) -> LoggedCrawl:
+        started.append(LoggedCrawl(crawl_command(*args, settings=settings)))
         return started[-1]
     yield start_crawl
     for crawl in started:
-        if crawl.process.poll() is None:
-            crawl.process.kill()
-            crawl.process.wait(timeout=30)
+        crawl.kill()
 
 
 def proxy_urls(farm) -> list[str]:
@@ -75,6 +70,21 @@ def assert_every_id_done(mysql_url: str, end: int, failed: set[int] = frozenset(
     assert outcomes == {**dict.fromkeys(missing, "missing"), **dict.fromkeys(failed, "failed")}
 
 
+def crawl_with_one_bad_proxy(simulator, mysql_url: str, farm, index: int, mode: str, reason: str,
+                             **extra: object) -> subprocess.CompletedProcess[str]:
+    """Crawl ids 1..300 with proxy ``index`` in ``mode``: every id is done, that proxy is rested for
+    failures of ``reason`` (at least three), and none of them went through the retry middleware."""
+    farm.set_mode(index, mode)
+    result = run_crawl("-a", "end_id=300", settings=settings_for(simulator, mysql_url, farm, **extra))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_every_id_done(mysql_url, 300)
+    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
+    assert stats[f"productcrawler/proxy/rests/{labels(farm)[index]}"] >= 1
+    assert stats[f"productcrawler/proxy/failure_reason/{reason}"] >= 3
+    assert f"retry/reason_count/{reason}" not in result.stderr
+    return result
+
+
 def kill_when(farm, index: int, forwarded: int, timeout: float = 60) -> float:
     """Make proxy ``index`` refuse connections once it has forwarded ``forwarded`` requests."""
     give_up = time.monotonic() + timeout
@@ -86,37 +96,16 @@ def kill_when(farm, index: int, forwarded: int, timeout: float = 60) -> float:
     return killed_at
 
 
-def start_with_every_proxy_refusing(start, simulator, mysql_url: str, farm, **extra: object) -> Output:
+def start_with_every_proxy_refusing(start, simulator, mysql_url: str, farm, **extra: object) -> LoggedCrawl:
     """A crawl of ids 1..200 whose three proxies all refuse connections, once it logs that it waits for them."""
     for index in range(3):
         farm.set_mode(index, "refuse")
     crawl = start("-a", "end_id=200", settings=settings_for(simulator, mysql_url, farm, **extra))
     give_up = time.monotonic() + 60
-    while not any("All 3 proxies are resting" in line for line in crawl.lines):
+    while not any("All 3 proxies are resting" in line for line in crawl.log):
         assert time.monotonic() < give_up, "the crawl never waited for a proxy"
         time.sleep(0.05)
     return crawl
-
-
-class Output:
-    """A crawl subprocess whose log is read as it is written."""
-
-    def __init__(self, command: list[str]) -> None:
-        self.process = subprocess.Popen(command, cwd=ROOT, env=crawl_env(), stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.lines.append(line)
-
-    def wait(self, timeout: float = 180) -> tuple[int, str]:
-        code = self.process.wait(timeout=timeout)
-        self._reader.join(timeout=10)
-        return code, "".join(self.lines)
 
 
 def test_a_proxy_that_dies_mid_crawl_is_rested_and_no_id_fails(clean_simulator, mysql_url, proxies, start):
@@ -189,17 +178,8 @@ def test_a_second_instance_never_uses_a_proxy_the_first_found_dead(clean_simulat
 
 
 def test_a_proxy_answering_407_is_rested_and_its_requests_go_elsewhere(clean_simulator, mysql_url, proxies):
-    proxies.set_mode(1, "407")
-    result = run_crawl("-a", "end_id=300", settings=settings_for(clean_simulator, mysql_url, proxies,
-                                                                 LOG_LEVEL="DEBUG"))
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = crawl_with_one_bad_proxy(clean_simulator, mysql_url, proxies, 1, "407", "http_407", LOG_LEVEL="DEBUG")
     assert PROXY_PASSWORD not in result.stderr + result.stdout  # not even at DEBUG
-    assert_every_id_done(mysql_url, 300)
-    name = labels(proxies)[1]
-    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
-    assert stats[f"productcrawler/proxy/rests/{name}"] >= 1
-    assert stats["productcrawler/proxy/failure_reason/http_407"] >= 3
-    assert "retry/reason_count/http_407" not in result.stderr
     assert sum(len(proxies.forwarded(i)) for i in (0, 2)) == len(clean_simulator.arrivals())
 
 
@@ -237,16 +217,8 @@ def test_when_every_proxy_rests_the_crawl_waits_and_loses_no_id(clean_simulator,
 
 def test_a_slow_proxy_times_out_is_blamed_after_another_proxy_answers_and_rested(
         clean_simulator, mysql_url, proxies):
-    proxies.set_mode(0, "slow")  # 2 s a request, over API_TIMEOUT
-    result = run_crawl("-a", "end_id=300", settings=settings_for(clean_simulator, mysql_url, proxies,
-                                                                 API_TIMEOUT=1))
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert_every_id_done(mysql_url, 300)
-    name = labels(proxies)[0]
-    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
-    assert stats[f"productcrawler/proxy/rests/{name}"] >= 1
-    assert stats["productcrawler/proxy/failure_reason/timeout"] >= 3
-    assert "retry/reason_count/timeout" not in result.stderr
+    # "slow": 2 s a request, over API_TIMEOUT.
+    crawl_with_one_bad_proxy(clean_simulator, mysql_url, proxies, 0, "slow", "timeout", API_TIMEOUT=1)
 
 
 def test_each_proxy_keeps_to_its_own_rate_under_the_global_cap(clean_simulator, mysql_url, proxies):

@@ -109,7 +109,7 @@ def start_with_every_proxy_refusing(start, simulator, mysql_url: str, farm, **ex
 
 
 def test_a_proxy_that_dies_mid_crawl_is_rested_and_no_id_fails(clean_simulator, mysql_url, proxies, start):
-    end = CAP * 10
+    end = CAP * 8  # killed about CAP * 3 ids in: well over the CAP * 3 it must carry after
     clean_simulator.set_faults([], rate_limit=CAP * 1.05)
     crawl = start("-a", f"end_id={end}", settings=settings_for(clean_simulator, mysql_url, proxies))
     killed_at = kill_when(proxies, 0, forwarded=CAP)
@@ -245,12 +245,13 @@ def test_a_blocked_proxy_answering_403_faster_than_the_api_does_not_stop_the_cra
     # 403s come back before the first product. They are the proxy's (each is
     # re-sent through another proxy), not the API refusing the key, so the
     # guard's auth streak must not count them.
+    # 150 ids: the 403s pile up in the first second, before any product has come back.
     proxies.set_mode(2, "403")
-    clean_simulator.set_faults(["slow=1-300@*"], slow_delay=1.0)
-    result = run_crawl("-a", "end_id=300", settings=settings_for(clean_simulator, mysql_url, proxies))
+    clean_simulator.set_faults(["slow=1-150@*"], slow_delay=1.0)
+    result = run_crawl("-a", "end_id=150", settings=settings_for(clean_simulator, mysql_url, proxies))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Stopping the crawl" not in result.stderr
-    assert_every_id_done(mysql_url, 300)
+    assert_every_id_done(mysql_url, 150)
     stats = dumped_stats(result.stderr, "productcrawler/proxy/")
     assert stats[f"productcrawler/proxy/rests/{labels(proxies)[2]}"] >= 1
 

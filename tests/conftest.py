@@ -153,17 +153,21 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return make_certificates(tmp_path_factory.mktemp("certs"))
 
 
-@pytest.fixture(scope="session")
-def tls_mariadb(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> Iterator[Any]:
-    """A MariaDB on port 27306 that requires TLS (and a client certificate for ``crawler``)."""
-    from tests.servers import TlsMariaDB
-
-    server = TlsMariaDB(tmp_path_factory.mktemp("mariadb-tls"), certificates)
+def _running(server: Any) -> Iterator[Any]:
+    """A session fixture's body: ``server`` started, then stopped even if the start failed half-way."""
     try:
         server.start()
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_mariadb(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> Iterator[Any]:
+    """A MariaDB on port 27306 that requires TLS (and a client certificate for ``crawler``)."""
+    from tests.servers import TlsMariaDB
+
+    yield from _running(TlsMariaDB(tmp_path_factory.mktemp("mariadb-tls"), certificates))
 
 
 @pytest.fixture(scope="session")
@@ -171,12 +175,7 @@ def tls_redis(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> It
     """A Redis on TLS port 27379 only, with an ACL user and the default user off."""
     from tests.servers import TlsRedis
 
-    server = TlsRedis(tmp_path_factory.mktemp("redis-tls"), certificates)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+    yield from _running(TlsRedis(tmp_path_factory.mktemp("redis-tls"), certificates))
 
 
 @pytest.fixture(scope="session")
@@ -184,12 +183,7 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Three Redis Cluster masters on ports 27001-27003."""
     from tests.servers import RedisClusterServers
 
-    servers = RedisClusterServers(tmp_path_factory.mktemp("redis-cluster"))
-    try:
-        servers.start()
-        yield servers
-    finally:
-        servers.stop()
+    yield from _running(RedisClusterServers(tmp_path_factory.mktemp("redis-cluster")))
 
 
 # --- local forwarding proxies (simulator.proxies) ---

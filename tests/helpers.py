@@ -277,76 +277,37 @@ def redis_keys(client: Any, prefix: str) -> list[bytes]:
     return [key for pattern in (f"{prefix}:*", f"{{{prefix}}}:*") for key in client.scan_iter(pattern)]
 
 
-# --- network faults -------------------------------------------------------------
+# --- crawls whose log is read as it is written ------------------------------------
 
 
-class LaggyTcpProxy:
-    """A TCP proxy that delays every byte by ``delay`` seconds each way (a distant Redis, say).
+class LoggedCrawl:
+    """A subprocess (a crawl, say) whose stderr is read as it is written: each line into
+    ``log`` and into the queue ``lines`` (``None`` at its end). stdout is dropped."""
 
-    Listens on port 0; a thread per direction forwards each chunk once it is
-    ``delay`` old, in order. Use as a context manager.
-    """
-
-    def __init__(self, target_host: str, target_port: int, delay: float) -> None:
-        import socket
-        import threading
-
-        self.target = (target_host, target_port)
-        self.delay = delay
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._listener.getsockname()[1]
-        self._sockets: list[Any] = []
-        self._threads = [threading.Thread(target=self._accept, daemon=True)]
-
-    def __enter__(self) -> LaggyTcpProxy:
-        self._threads[0].start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._listener.close()
-        for sock in list(self._sockets):
-            sock.close()
-
-    def _accept(self) -> None:
-        import socket
-        import threading
-
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            self._sockets += [client, upstream]
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
-
-    def _pipe(self, source: Any, sink: Any) -> None:
+    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
         import queue
         import threading
 
-        chunks: queue.Queue[tuple[float, bytes]] = queue.Queue()
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env or crawl_env(), stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, text=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.log: list[str] = []
+        self._reader = threading.Thread(target=read_lines, args=(self.process.stderr, self.lines, self.log),
+                                        daemon=True)
+        self._reader.start()
 
-        def send() -> None:
-            while True:
-                due, data = chunks.get()
-                if not data:
-                    return
-                time.sleep(max(0.0, due - time.monotonic()))
-                try:
-                    sink.sendall(data)
-                except OSError:
-                    return
+    def wait(self, timeout: float = 180) -> tuple[int, str]:
+        """The exit code and the whole log, once the process has ended."""
+        code = self.process.wait(timeout=timeout)
+        self._reader.join(timeout=10)
+        return code, "".join(self.log)
 
-        threading.Thread(target=send, daemon=True).start()
-        while True:
-            try:
-                data = source.recv(65536)
-            except OSError:
-                data = b""
-            chunks.put((time.monotonic() + self.delay, data))
-            if not data:
-                return
+    def kill(self) -> None:
+        """Kill the process if it still runs (a failed test's clean-up)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        self._reader.join(timeout=5)
 
 
 def on_reactor_loop(coroutine: Any) -> Any:

@@ -2,10 +2,12 @@
 
 ``cut(seconds)`` closes the listening socket (new connections are refused)
 and every live connection (they are cut), then listens again on the same port.
+``delay`` holds every chunk that long each way, in order (a distant server).
 """
 
 from __future__ import annotations
 
+import queue
 import selectors
 import socket
 import threading
@@ -13,8 +15,9 @@ import time
 
 
 class TcpProxy:
-    def __init__(self, target_host: str, target_port: int) -> None:
+    def __init__(self, target_host: str, target_port: int, delay: float = 0.0) -> None:
         self.target = (target_host, target_port)
+        self.delay = delay
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
@@ -49,6 +52,12 @@ class TcpProxy:
         self.cut(0)
         self._thread.join(timeout=5)
 
+    def __enter__(self) -> TcpProxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _serve(self) -> None:
         while not self._stopping:
             with self._lock:
@@ -72,7 +81,12 @@ class TcpProxy:
             with self._lock:
                 self._pairs.append((client, upstream))
                 self.accepted += 1
-            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+            if self.delay:
+                upstream.settimeout(None)  # an idle connection is not an error
+                for source, sink in ((client, upstream), (upstream, client)):
+                    threading.Thread(target=self._pump_late, args=(source, sink), daemon=True).start()
+            else:
+                threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
 
     def _pump(self, client: socket.socket, upstream: socket.socket) -> None:
         selector = selectors.DefaultSelector()
@@ -94,3 +108,29 @@ class TcpProxy:
                     sock.close()
                 except OSError:
                     pass
+
+    def _pump_late(self, source: socket.socket, sink: socket.socket) -> None:
+        """One direction: each chunk sent once it is ``delay`` old (a sender thread keeps the order)."""
+        chunks: queue.Queue[tuple[float, bytes]] = queue.Queue()
+
+        def send() -> None:
+            while True:
+                due, data = chunks.get()
+                time.sleep(max(0.0, due - time.monotonic()))
+                try:
+                    if not data:
+                        sink.shutdown(socket.SHUT_WR)
+                        return
+                    sink.sendall(data)
+                except OSError:
+                    return
+
+        threading.Thread(target=send, daemon=True).start()
+        while True:
+            try:
+                data = source.recv(65536)
+            except OSError:
+                data = b""
+            chunks.put((time.monotonic() + self.delay, data))
+            if not data:
+                return

@@ -107,7 +107,9 @@ def test_two_thousand_ids_with_faults_leave_none_unaccounted_for(crawl, clean_si
     # 7, 11, 13, 17, 29, 31 divide an id up to 2000), within MAX_RETRIES=3.
     faults = ["503=%7@1", "429s=%11@1", "truncated=%13@1", "html=%17@1", "500=%19@*", "400=%23@*",
               "429date=%29@1", "502=%31@1", "dirty=%37@*"]
-    result = crawl(2000, faults, MAX_REQUESTS_PER_SECOND=1000, RETRY_BACKOFF_BASE=0.2)
+    # A cap far above what this machine drives: each 429 halves the rate down to a floor of 10 %
+    # of the cap, and at 1000/s that floor (100/s) paced most of the run; the accounting is what is judged.
+    result = crawl(2000, faults, MAX_REQUESTS_PER_SECOND=10_000, RETRY_BACKOFF_BASE=0.2)
     stored = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products")}
     failures = dict(mysql_query(mysql_url, "SELECT product_id, outcome FROM crawl_failures"))
     assert not stored & failures.keys()

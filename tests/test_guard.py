@@ -1,7 +1,8 @@
 """A crawl failing wholesale stops itself within seconds, exits 3, and records and removes nothing.
 
-Each case first stores a finished pass (ids 1..EARLIER), then runs the broken
-configuration over the default range (1..50,000) and checks: the exit code, the
+Each case starts from a finished pass (ids 1..EARLIER: crawled once for the module,
+each test's database a copy of it), then runs the broken configuration over
+the default range (1..50,000) and checks: the exit code, the
 one ERROR line, the time to stop (the simulator's arrival record and the log's
 timestamps), that no row of either table changed, and that the pass is left
 to resume.
@@ -9,12 +10,19 @@ to resume.
 
 from __future__ import annotations
 
+import uuid
+from typing import TYPE_CHECKING
+
+import pymysql
 import pytest
 
 from productcrawler.extensions.guard import EXIT_CODE
 from simulator import catalog, shapes
-from tests.conftest import REDIS_URL, mysql_query, run_crawl
+from tests.conftest import MYSQL, REDIS_URL, mysql_query, run_crawl
 from tests.helpers import log_lines, log_time, mysql_execute, table
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 EARLIER = 200
 #: Seconds a tripped crawl may keep sending (thresholds are reached within a
@@ -22,15 +30,42 @@ EARLIER = 200
 STOP_WITHIN = 5.0
 
 
+@pytest.fixture(scope="module")
+def earlier_database(simulator) -> Iterator[str]:
+    """A database holding a finished pass over 1..EARLIER, crawled once for the module."""
+    name = f"pc_test_{uuid.uuid4().hex[:12]}"
+    connection = pymysql.connect(**MYSQL)
+    try:
+        connection.cursor().execute(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+        simulator.set_faults([])
+        result = run_crawl("-a", "start_id=1", "-a", f"end_id={EARLIER}",
+                           settings={"API_BASE_URL": simulator.base_url,
+                                     "DATABASE_URL": f"mysql://root@127.0.0.1:3306/{name}"})
+        assert result.returncode == 0, result.stderr[-3000:]
+        yield name
+    finally:
+        connection.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
+        connection.close()
+
+
 @pytest.fixture
-def earlier_pass(clean_simulator, mysql_url):
-    """A finished pass over 1..EARLIER; returns both tables as they were."""
-    result = run_crawl("-a", "start_id=1", "-a", f"end_id={EARLIER}",
-                       settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url})
-    assert result.returncode == 0, result.stderr[-3000:]
+def earlier_pass(clean_simulator, mysql_url, earlier_database):
+    """This test's database as the earlier pass left it (a copy of every table); returns both tables."""
+    database = mysql_url.rsplit("/", 1)[1]
+    connection = pymysql.connect(**MYSQL)
+    try:
+        cursor = connection.cursor()
+        cursor.execute(f"SHOW TABLES FROM {earlier_database}")
+        for (name,) in cursor.fetchall():
+            cursor.execute(f"CREATE TABLE {database}.{name} LIKE {earlier_database}.{name}")
+            cursor.execute(f"INSERT INTO {database}.{name} SELECT * FROM {earlier_database}.{name}")
+        connection.commit()
+    finally:
+        connection.close()
     products, failures = table(mysql_url, "products"), table(mysql_url, "crawl_failures")
     assert len(products) > EARLIER * 0.9 and failures
-    clean_simulator.reset()
+    assert mysql_query(mysql_url, "SELECT start_id, end_id, finished_at IS NOT NULL FROM crawl_passes") == [
+        (1, EARLIER, 1)]
     return products, failures
 
 
@@ -99,7 +134,7 @@ def test_every_answer_an_error_envelope(clean_simulator, mysql_url, earlier_pass
 
 
 def test_a_key_revoked_mid_crawl_stops_the_crawl_and_the_pass_resumes(clean_simulator, mysql_url):
-    end, revoke_after = 5000, 1500
+    end, revoke_after = 3000, 1000
     clean_simulator.set_faults([], revoke_after=revoke_after)
     settings = {"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url}
     result = run_crawl("-a", "start_id=1", "-a", f"end_id={end}", settings=settings)
@@ -156,7 +191,7 @@ def test_a_missing_id_still_loses_its_stale_row_when_the_range_ends_on_404s(clea
 
 
 def test_a_shared_pass_stopped_by_the_guard_is_resumed_with_nothing_lost(clean_simulator, mysql_url, redis_prefix):
-    end = 3000
+    end = 1500  # three times GUARD_404_STREAK: the wrong run stops a third of the way in
     settings = {"DATABASE_URL": mysql_url, "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": redis_prefix}
     wrong = run_crawl("-a", "start_id=1", "-a", f"end_id={end}",
                       settings={**settings, "API_BASE_URL": clean_simulator.url + "/v2"})

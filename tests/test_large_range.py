@@ -38,7 +38,7 @@ def wait_for_arrivals(simulator, process: subprocess.Popen[str], count: int, wit
 def test_a_huge_range_starts_at_once_and_holds_little(clean_simulator, tmp_path):
     settings = {"API_BASE_URL": clean_simulator.base_url,
                 "DATABASE_URL": f"sqlite:///{tmp_path / 'products.db'}",
-                "MAX_REQUESTS_PER_SECOND": 200}
+                "MAX_REQUESTS_PER_SECOND": 500}
     process = subprocess.Popen(crawl_command("-a", f"end_id={RANGE}", settings=settings), cwd=ROOT,
                                env=crawl_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import queue
 import re
-import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -21,8 +19,8 @@ from productcrawler import stat_keys
 from productcrawler.config import ConfigError
 from productcrawler.extensions.metrics import PrometheusMetrics
 from simulator import catalog
-from tests.conftest import ROOT, crawl_command, crawl_env, mysql_query
-from tests.helpers import read_lines
+from tests.conftest import crawl_command, crawl_env, mysql_query
+from tests.helpers import LoggedCrawl
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -209,7 +207,7 @@ def test_redis_families_only_with_redis_and_read_from_the_stats() -> None:
 
 # --- the real crawl ----------------------------------------------------------
 
-END = 1500
+END = 600  # 3 s at 200/s: long enough to see the counts grow
 #: The last id answers after SLOW seconds: while it is in flight every other id
 #: is done and the numbers hold still long enough to compare with the database.
 SLOW = 5.0
@@ -220,13 +218,8 @@ def test_crawl_exposes_live_metrics_that_match_the_database(clean_simulator, mys
     command = crawl_command("-a", "start_id=1", "-a", f"end_id={END}",
                             settings={"MAX_REQUESTS_PER_SECOND": 200, "METRICS_PORT": 0,
                                       "RETRY_BACKOFF_BASE": 0.1, "RETRY_BACKOFF_MAX": 0.5})
-    env = crawl_env(API_BASE_URL=clean_simulator.base_url, DATABASE_URL=mysql_url)
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str | None] = queue.Queue()
-    log: list[str] = []
-    reader = threading.Thread(target=read_lines, args=(process.stderr, lines, log), daemon=True)
-    reader.start()
+    crawl = LoggedCrawl(command, crawl_env(API_BASE_URL=clean_simulator.base_url, DATABASE_URL=mysql_url))
+    process, lines, log = crawl.process, crawl.lines, crawl.log
     try:
         url = None
         deadline = time.monotonic() + 30
@@ -256,10 +249,7 @@ def test_crawl_exposes_live_metrics_that_match_the_database(clean_simulator, mys
                                      "up:\n" + "".join(log)[-3000:])
         assert process.wait(timeout=30) == 0, "".join(log)[-3000:]
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        reader.join(timeout=5)
+        crawl.kill()
 
     # Counts grew while the crawl ran.
     assert stored_seen == sorted(stored_seen)

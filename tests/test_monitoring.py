@@ -15,11 +15,10 @@ import queue
 import re
 import shutil
 import subprocess
-import threading
 import time
 import urllib.request
 import uuid
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 import pytest
@@ -29,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from simulator import catalog
 from tests.conftest import MYSQL, REDIS_URL, ROOT, crawl_command, crawl_env
-from tests.helpers import redis_keys
+from tests.helpers import LoggedCrawl, redis_keys
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -136,7 +135,7 @@ def test_metric_names_are_found_in_queries() -> None:
 
 # --- a live crawl at 500/s ---------------------------------------------------
 
-END = 5000
+END = 2000  # 4 s at RATE: scraped a score of times while requests are in flight
 RATE = 500
 LINGER = 4.0
 LOG_URL = re.compile(r"Prometheus metrics at (http://127\.0\.0\.1:\d+/metrics)")
@@ -154,12 +153,6 @@ def _total(samples: Samples, name: str) -> float:
     return sum(value for (sample, _), value in samples.items() if sample == name)
 
 
-def _lines(stream: IO[str], into: queue.Queue[str], log: list[str]) -> None:
-    for line in stream:
-        log.append(line)
-        into.put(line)
-
-
 @pytest.fixture(scope="module")
 def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
     """One crawl of ids 1..END at 500/s with MySQL and Redis, scraped throughout and after its end."""
@@ -175,12 +168,8 @@ def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
                                       "RETRY_BACKOFF_MAX": 0.5})
     env = crawl_env(API_BASE_URL=simulator.base_url, DATABASE_URL=f"mysql://root@127.0.0.1:3306/{database}",
                     REDIS_URL=REDIS_URL, REDIS_KEY_PREFIX=prefix)
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
-    log: list[str] = []
-    reader = threading.Thread(target=_lines, args=(process.stderr, lines, log), daemon=True)
-    reader.start()
+    crawl = LoggedCrawl(command, env)
+    process, lines, log = crawl.process, crawl.lines, crawl.log
     during: list[Samples] = []
     final: Samples | None = None
     try:
@@ -188,7 +177,7 @@ def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
         deadline = time.monotonic() + 60
         while final is None and time.monotonic() < deadline and process.poll() is None:
             try:
-                line = lines.get(timeout=0.2)
+                line = lines.get(timeout=0.2) or ""  # None: the log ended
             except queue.Empty:
                 line = ""
             if url is None:
@@ -202,10 +191,7 @@ def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
         assert process.wait(timeout=30) == 0, "".join(log)[-3000:]
         yield {"during": during, "final": final, "arrivals": simulator.arrivals(), "log": log}
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        reader.join(timeout=5)
+        crawl.kill()
         simulator.set_faults([])
         connection.cursor().execute(f"DROP DATABASE IF EXISTS {database}")
         connection.close()

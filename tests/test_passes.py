@@ -17,7 +17,6 @@ from productcrawler.settings import EXTENSIONS
 from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
 from tests.helpers import (
     END,
-    LaggyTcpProxy,
     assert_pass_complete,
     assert_resumed,
     done_ids,
@@ -31,6 +30,7 @@ from tests.helpers import (
     stored_count,
     summary,
 )
+from tests.tcp_proxy import TcpProxy
 
 
 @pytest.fixture
@@ -204,7 +204,7 @@ def test_no_redis_call_blocks_the_reactor_even_when_redis_is_slow(shared, clean_
     # acknowledge, beat and settle.
     clean_simulator.set_faults(["429s=7@1"], retry_after=1)
     redis_at = urlsplit(REDIS_URL)
-    with LaggyTcpProxy(redis_at.hostname or "127.0.0.1", redis_at.port or 6379, delay=0.125) as proxy:
+    with TcpProxy(redis_at.hostname or "127.0.0.1", redis_at.port or 6379, delay=0.125) as proxy:
         settings = {**shared, "REDIS_URL": f"redis://127.0.0.1:{proxy.port}/{redis_at.path.lstrip('/') or 0}",
                     "EXTENSIONS": json.dumps({**EXTENSIONS, "tests.reactor_watch.ReactorWatch": 0})}
         code, output = finish(start_crawl("-a", "end_id=300", settings=settings), timeout=90)

@@ -10,8 +10,6 @@ the crawl's stats (``first_rest_at``) and Redis.
 from __future__ import annotations
 
 import signal
-import subprocess
-import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -24,34 +22,31 @@ from tests.conftest import (
     PROXY_PASSWORD,
     PROXY_USER,
     REDIS_URL,
-    ROOT,
     crawl_command,
-    crawl_env,
     mysql_query,
     run_crawl,
 )
-from tests.helpers import dumped_stats
+from tests.helpers import LoggedCrawl, dumped_stats
 from tests.windows import max_in_window
 
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Callable, Iterator
 
 CAP = 100
 
 
 @pytest.fixture
-def start(mysql_url) -> Iterator[Callable[..., Output]]:
+def start(mysql_url) -> Iterator[Callable[..., LoggedCrawl]]:
     """Starts crawls that are killed, before their database and Redis keys go, if a test fails first."""
-    started: list[Output] = []
+    started: list[LoggedCrawl] = []
 
-    def start_crawl(*args: str, settings: dict[str, object]) -> Output:
-        started.append(Output(crawl_command(*args, settings=settings)))
+    def start_crawl(*args: str, settings: dict[str, object]) -> LoggedCrawl:
+        started.append(LoggedCrawl(crawl_command(*args, settings=settings)))
         return started[-1]
     yield start_crawl
     for crawl in started:
-        if crawl.process.poll() is None:
-            crawl.process.kill()
-            crawl.process.wait(timeout=30)
+        crawl.kill()
 
 
 def proxy_urls(farm) -> list[str]:
@@ -75,6 +70,21 @@ def assert_every_id_done(mysql_url: str, end: int, failed: set[int] = frozenset(
     assert outcomes == {**dict.fromkeys(missing, "missing"), **dict.fromkeys(failed, "failed")}
 
 
+def crawl_with_one_bad_proxy(simulator, mysql_url: str, farm, index: int, mode: str, reason: str,
+                             **extra: object) -> subprocess.CompletedProcess[str]:
+    """Crawl ids 1..300 with proxy ``index`` in ``mode``: every id is done, that proxy is rested for
+    failures of ``reason`` (at least three), and none of them went through the retry middleware."""
+    farm.set_mode(index, mode)
+    result = run_crawl("-a", "end_id=300", settings=settings_for(simulator, mysql_url, farm, **extra))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_every_id_done(mysql_url, 300)
+    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
+    assert stats[f"productcrawler/proxy/rests/{labels(farm)[index]}"] >= 1
+    assert stats[f"productcrawler/proxy/failure_reason/{reason}"] >= 3
+    assert f"retry/reason_count/{reason}" not in result.stderr
+    return result
+
+
 def kill_when(farm, index: int, forwarded: int, timeout: float = 60) -> float:
     """Make proxy ``index`` refuse connections once it has forwarded ``forwarded`` requests."""
     give_up = time.monotonic() + timeout
@@ -86,29 +96,20 @@ def kill_when(farm, index: int, forwarded: int, timeout: float = 60) -> float:
     return killed_at
 
 
-class Output:
-    """A crawl subprocess whose log is read as it is written."""
-
-    def __init__(self, command: list[str]) -> None:
-        self.process = subprocess.Popen(command, cwd=ROOT, env=crawl_env(), stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.lines.append(line)
-
-    def wait(self, timeout: float = 180) -> tuple[int, str]:
-        code = self.process.wait(timeout=timeout)
-        self._reader.join(timeout=10)
-        return code, "".join(self.lines)
+def start_with_every_proxy_refusing(start, simulator, mysql_url: str, farm, **extra: object) -> LoggedCrawl:
+    """A crawl of ids 1..200 whose three proxies all refuse connections, once it logs that it waits for them."""
+    for index in range(3):
+        farm.set_mode(index, "refuse")
+    crawl = start("-a", "end_id=200", settings=settings_for(simulator, mysql_url, farm, **extra))
+    give_up = time.monotonic() + 60
+    while not any("All 3 proxies are resting" in line for line in crawl.log):
+        assert time.monotonic() < give_up, "the crawl never waited for a proxy"
+        time.sleep(0.05)
+    return crawl
 
 
 def test_a_proxy_that_dies_mid_crawl_is_rested_and_no_id_fails(clean_simulator, mysql_url, proxies, start):
-    end = CAP * 10
+    end = CAP * 8  # killed about CAP * 3 ids in: well over the CAP * 3 it must carry after
     clean_simulator.set_faults([], rate_limit=CAP * 1.05)
     crawl = start("-a", f"end_id={end}", settings=settings_for(clean_simulator, mysql_url, proxies))
     killed_at = kill_when(proxies, 0, forwarded=CAP)
@@ -142,7 +143,9 @@ def test_a_proxy_that_dies_mid_crawl_is_rested_and_no_id_fails(clean_simulator, 
 def test_a_second_instance_never_uses_a_proxy_the_first_found_dead(clean_simulator, mysql_url, proxies,
                                                                     redis_prefix, start):
     rate = CAP * 2 // 3
-    end = rate * 25
+    # The first instance is ~6 s in (about 400 ids) when the second starts; of the rest
+    # the second takes about half, well over the rate * 3 requests it must send.
+    end = rate * 16
     settings = settings_for(clean_simulator, mysql_url, proxies, REDIS_URL=REDIS_URL,
                             REDIS_KEY_PREFIX=redis_prefix, MAX_REQUESTS_PER_SECOND=rate,
                             PROXY_REST_BASE=120)  # a rest of 60-120 s outlasts the crawl
@@ -175,17 +178,8 @@ def test_a_second_instance_never_uses_a_proxy_the_first_found_dead(clean_simulat
 
 
 def test_a_proxy_answering_407_is_rested_and_its_requests_go_elsewhere(clean_simulator, mysql_url, proxies):
-    proxies.set_mode(1, "407")
-    result = run_crawl("-a", "end_id=300", settings=settings_for(clean_simulator, mysql_url, proxies,
-                                                                 LOG_LEVEL="DEBUG"))
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = crawl_with_one_bad_proxy(clean_simulator, mysql_url, proxies, 1, "407", "http_407", LOG_LEVEL="DEBUG")
     assert PROXY_PASSWORD not in result.stderr + result.stdout  # not even at DEBUG
-    assert_every_id_done(mysql_url, 300)
-    name = labels(proxies)[1]
-    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
-    assert stats[f"productcrawler/proxy/rests/{name}"] >= 1
-    assert stats["productcrawler/proxy/failure_reason/http_407"] >= 3
-    assert "retry/reason_count/http_407" not in result.stderr
     assert sum(len(proxies.forwarded(i)) for i in (0, 2)) == len(clean_simulator.arrivals())
 
 
@@ -207,14 +201,8 @@ def test_a_403_that_follows_the_proxy_rests_it_one_that_follows_the_id_fails_the
 
 
 def test_when_every_proxy_rests_the_crawl_waits_and_loses_no_id(clean_simulator, mysql_url, proxies, start):
-    for index in range(3):
-        proxies.set_mode(index, "refuse")
-    crawl = start("-a", "end_id=200", settings=settings_for(clean_simulator, mysql_url, proxies,
-                                                           PROXY_REST_BASE=1, PROXY_REST_MAX=2))
-    give_up = time.monotonic() + 60
-    while not any("All 3 proxies are resting" in line for line in crawl.lines):
-        assert time.monotonic() < give_up, "the crawl never waited for a proxy"
-        time.sleep(0.05)
+    crawl = start_with_every_proxy_refusing(start, clean_simulator, mysql_url, proxies,
+                                            PROXY_REST_BASE=1, PROXY_REST_MAX=2)
     time.sleep(2)
     for index in range(3):
         proxies.set_mode(index, "ok")
@@ -229,16 +217,8 @@ def test_when_every_proxy_rests_the_crawl_waits_and_loses_no_id(clean_simulator,
 
 def test_a_slow_proxy_times_out_is_blamed_after_another_proxy_answers_and_rested(
         clean_simulator, mysql_url, proxies):
-    proxies.set_mode(0, "slow")  # 2 s a request, over API_TIMEOUT
-    result = run_crawl("-a", "end_id=300", settings=settings_for(clean_simulator, mysql_url, proxies,
-                                                                 API_TIMEOUT=1))
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert_every_id_done(mysql_url, 300)
-    name = labels(proxies)[0]
-    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
-    assert stats[f"productcrawler/proxy/rests/{name}"] >= 1
-    assert stats["productcrawler/proxy/failure_reason/timeout"] >= 3
-    assert "retry/reason_count/timeout" not in result.stderr
+    # "slow": 2 s a request, over API_TIMEOUT.
+    crawl_with_one_bad_proxy(clean_simulator, mysql_url, proxies, 0, "slow", "timeout", API_TIMEOUT=1)
 
 
 def test_each_proxy_keeps_to_its_own_rate_under_the_global_cap(clean_simulator, mysql_url, proxies):
@@ -265,25 +245,20 @@ def test_a_blocked_proxy_answering_403_faster_than_the_api_does_not_stop_the_cra
     # 403s come back before the first product. They are the proxy's (each is
     # re-sent through another proxy), not the API refusing the key, so the
     # guard's auth streak must not count them.
+    # 150 ids: the 403s pile up in the first second, before any product has come back.
     proxies.set_mode(2, "403")
-    clean_simulator.set_faults(["slow=1-300@*"], slow_delay=1.0)
-    result = run_crawl("-a", "end_id=300", settings=settings_for(clean_simulator, mysql_url, proxies))
+    clean_simulator.set_faults(["slow=1-150@*"], slow_delay=1.0)
+    result = run_crawl("-a", "end_id=150", settings=settings_for(clean_simulator, mysql_url, proxies))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Stopping the crawl" not in result.stderr
-    assert_every_id_done(mysql_url, 300)
+    assert_every_id_done(mysql_url, 150)
     stats = dumped_stats(result.stderr, "productcrawler/proxy/")
     assert stats[f"productcrawler/proxy/rests/{labels(proxies)[2]}"] >= 1
 
 
 def test_an_operators_stop_does_not_wait_for_resting_proxies(clean_simulator, mysql_url, proxies, start):
-    for index in range(3):
-        proxies.set_mode(index, "refuse")
-    crawl = start("-a", "end_id=200", settings=settings_for(clean_simulator, mysql_url, proxies,
-                                                           PROXY_REST_BASE=120, PROXY_REST_MAX=240))
-    give_up = time.monotonic() + 60
-    while not any("All 3 proxies are resting" in line for line in crawl.lines):
-        assert time.monotonic() < give_up, "the crawl never waited for a proxy"
-        time.sleep(0.05)
+    crawl = start_with_every_proxy_refusing(start, clean_simulator, mysql_url, proxies,
+                                            PROXY_REST_BASE=120, PROXY_REST_MAX=240)
     crawl.process.send_signal(signal.SIGINT)
     stopped = time.monotonic()
     code, log = crawl.wait(timeout=120)

@@ -16,7 +16,7 @@ from productcrawler.ratelimit import RedisTokenBucket, Reservation
 from productcrawler.ratelimit import redis_bucket as redis_bucket_module
 from productcrawler.ratelimit.redis_bucket import KEY_TTL, ping
 from tests.conftest import REDIS_URL
-from tests.helpers import LaggyTcpProxy
+from tests.tcp_proxy import TcpProxy
 from tests.windows import max_in_window
 
 
@@ -220,7 +220,7 @@ def test_a_distant_redis_still_gets_requests_sent_within_the_cap(prefix: str) ->
         await bucket.close()
 
     redis_at = urlsplit(REDIS_URL)
-    with LaggyTcpProxy(redis_at.hostname or "127.0.0.1", redis_at.port or 6379, delay=0.02) as proxy:
+    with TcpProxy(redis_at.hostname or "127.0.0.1", redis_at.port or 6379, delay=0.02) as proxy:
         asyncio.run(main(f"redis://127.0.0.1:{proxy.port}{redis_at.path}"))
     # One lease (10 slots) per 40 ms round trip: about 250/s; 0 before the fix.
     assert len(sends) >= 200, len(sends)

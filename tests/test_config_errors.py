@@ -18,6 +18,8 @@ BAD = [
     ({"PRODUCT_ID_START": "0"}, (), {}, ["PRODUCT_ID_START", "at least 1"]),
     ({"PRODUCT_ID_START": "100", "PRODUCT_ID_END": "50"}, (), {}, ["PRODUCT_ID_START=100", "PRODUCT_ID_END=50"]),
     ({}, ("-a", "start_id=10", "-a", "end_id=5"), {}, ["start_id", "10", "end_id", "5", "greater than"]),
+    # product_id is a 32-bit INT in both tables: a larger id could never be stored.
+    ({}, ("-a", "end_id=3000000000"), {}, ["end_id", "3000000000", "at most 2147483647"]),
     ({}, ("-a", "start_id=x"), {}, ["start_id", "'x'", "not an integer"]),
     ({"MAX_REQUESTS_PER_SECOND": "0"}, (), {}, ["MAX_REQUESTS_PER_SECOND", "'0'", "greater than 0"]),
     ({"MAX_REQUESTS_PER_SECOND": "-5"}, (), {}, ["MAX_REQUESTS_PER_SECOND", "'-5'"]),

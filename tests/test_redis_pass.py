@@ -51,8 +51,10 @@ def test_the_acknowledgement_that_finishes_a_pass_gives_its_keys_a_ttl(redis_pre
         lease = await redis_pass.lease(10)
         assert [entry.product_id for entry in lease.entries] == [1, 2, 3]
         assert await redis_pass.acknowledge([1, 2]) == RUNNING
+        await redis_pass.push([(Entry(3, 1), 60)])  # a retry waiting, then done by a duplicate fetch
         assert await redis_pass.acknowledge([3]) == FINISHED
-        for name in ("done", "done_count"):
+        # Every key of the pass gets its TTL from the acknowledgement itself, even if no instance settles it.
+        for name in ("done", "done_count", "delayed", "instances"):
             assert 0 < await client.ttl(redis_pass.key(name)) <= FINISHED_TTL, name
         assert await redis_pass.status() == FINISHED
         assert await redis_pass.close("finished", lost=False) is True
@@ -135,9 +137,27 @@ def test_a_pass_whose_keys_vanished_is_lost_not_finished(redis_prefix):
         assert await redis_pass.status() == LOST
         assert await redis_pass.lease(10) == Lease([], LOST)
         assert await redis_pass.acknowledge([1, 2]) == RUNNING  # not counted: the next look says lost
-        # A new pass that happens to get the same id is still not ours.
-        await RedisPass(client, redis_prefix, 1, 100, instance="new").open(fresh=False)
+        # A new pass that happens to get the same id is still not ours: our late acknowledgement,
+        # retry and lease must not touch it (before pass tokens, these ids finished it).
+        new = RedisPass(client, redis_prefix, 1, 5, instance="new")
+        await new.open(fresh=False)
+        assert new.pass_id == redis_pass.pass_id == 1
         assert await redis_pass.status() == LOST
+        assert await redis_pass.acknowledge([1, 2, 3, 4, 5]) == RUNNING
+        await redis_pass.push([(Entry(3, 1), 0.0)])
+        assert (await redis_pass.lease(10)).entries == []
+        assert await new.done_count() == 0 and await new.status() == RUNNING
+        assert [e.product_id for e in (await new.lease(10)).entries] == [1, 2, 3, 4, 5]
         sync.close()
 
     run(scenario)
+
+
+def test_only_redis_being_away_counts_as_unavailable_not_an_error_reply():
+    assert RedisPass.is_unavailable(redis.ConnectionError("Connection refused"))
+    assert RedisPass.is_unavailable(redis.TimeoutError("Timeout reading from socket"))
+    assert RedisPass.is_unavailable(redis.ResponseError("LOADING Redis is loading the dataset in memory"))
+    assert RedisPass.is_unavailable(redis.ResponseError("READONLY You can't write against a read only replica."))
+    # A script's error or a wrong type is a bug: logged as one, not retried as an outage forever.
+    assert not RedisPass.is_unavailable(redis.ResponseError("ERR Error running script: bit offset is not an integer"))
+    assert not RedisPass.is_unavailable(redis.ResponseError("WRONGTYPE Operation against a key"))

@@ -73,6 +73,16 @@ def test_a_product_is_parsed() -> None:
     assert (item.product_id, item.name) == (7, product["name"])
 
 
+def test_an_answer_the_parser_chokes_on_is_failed_not_left_without_outcome(monkeypatch) -> None:
+    # With a shared pass an id without an outcome is leased again and again; it must end recorded.
+    def choke(*args: Any) -> Any:
+        raise KeyError("surprise")
+
+    monkeypatch.setattr("productcrawler.spiders.products.parse_product", choke)
+    (item,) = make_spider().parse(answer(200, b"{}", retry_times=1))
+    assert item == FailureItem(7, FAILED, 200, "parse_error: KeyError: 'surprise'", 2)
+
+
 def test_a_bad_body_is_retried_then_failed() -> None:
     spider = make_spider({"MAX_RETRIES": 1})
     (retry,) = spider.parse(answer(200, b"<html>"))

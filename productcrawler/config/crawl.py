@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
+#: The tables' product_id is a signed 32-bit INT: a larger id could not be stored.
+MAX_PRODUCT_ID = 2**31 - 1
+
 
 def max_retries(settings: BaseSettings) -> int:
     """Retries per id: ``MAX_RETRIES``, or Scrapy's ``RETRY_TIMES`` where a user gave it."""
@@ -133,8 +136,9 @@ class CrawlConfig:
         start_name = "start_id (spider argument)" if start_id is not None else "PRODUCT_ID_START"
         end_name = "end_id (spider argument)" if end_id is not None else "PRODUCT_ID_END"
         start = number(start_name, get("PRODUCT_ID_START") if start_id is None else start_id,
-                        int, minimum=1)
-        end = number(end_name, get("PRODUCT_ID_END") if end_id is None else end_id, int, minimum=1)
+                        int, minimum=1, maximum=MAX_PRODUCT_ID)
+        end = number(end_name, get("PRODUCT_ID_END") if end_id is None else end_id, int, minimum=1,
+                     maximum=MAX_PRODUCT_ID)
         if start > end:
             raise ConfigError(f"{start_name}={start} is greater than {end_name}={end}")
 

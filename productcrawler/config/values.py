@@ -66,12 +66,16 @@ def number(name: str, raw: Any, kind: Callable[[Any], Any], *, minimum: float | 
         noun = "an integer" if kind is int else "a number"
         raise ConfigError(f"{name}={shown(name, raw)} is not {noun}") from None
     if above is not None and not value > above:
-        raise ConfigError(f"{name}={shown(name, raw)} must be greater than {above:g}")
+        raise ConfigError(f"{name}={shown(name, raw)} must be greater than {_bound(above)}")
     if minimum is not None and value < minimum:
-        raise ConfigError(f"{name}={shown(name, raw)} must be at least {minimum:g}")
+        raise ConfigError(f"{name}={shown(name, raw)} must be at least {_bound(minimum)}")
     if maximum is not None and value > maximum:
-        raise ConfigError(f"{name}={shown(name, raw)} must be at most {maximum:g}")
+        raise ConfigError(f"{name}={shown(name, raw)} must be at most {_bound(maximum)}")
     return value
+
+
+def _bound(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def http_url(name: str, raw: Any) -> str:

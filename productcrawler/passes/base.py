@@ -99,4 +99,4 @@ class Pass(Protocol):
         """Ids of the pass with an outcome, given this process's count; no I/O."""
 
     async def close(self, reason: str, *, lost: bool) -> bool:
-        """Give back every lease and settle the pass; True if it is complete."""
+        """Give back every lease and settle the pass; True if it is over (complete, or replaced)."""

@@ -48,6 +48,9 @@ logger = logging.getLogger(__name__)
 HEARTBEAT_TTL = 10
 #: Seconds a finished pass's keys are kept, for inspection.
 FINISHED_TTL = 24 * 3600
+#: Error replies that mean "not now" (loading, a replica being promoted, a cluster
+#: failing over), not "wrong": the call is tried again.
+_TRANSIENT_REPLIES = ("LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY")
 #: Instances given fresh=1 within this many seconds of a pass that fresh=1
 #: started join it rather than start one each (several instances started together).
 FRESH_JOIN_WINDOW = 30
@@ -102,6 +105,10 @@ class RedisPass:
 
     @staticmethod
     def is_unavailable(error: BaseException) -> bool:
+        """Redis is away for now (retried by the next beat or poll), as opposed to a bug of ours."""
+        if isinstance(error, redis.ResponseError):
+            # An error reply is a bug (a script's, a wrong type) unless Redis says it is not ready.
+            return str(error).startswith(_TRANSIENT_REPLIES)
         return isinstance(error, redis.RedisError)
 
     # keys
@@ -141,7 +148,7 @@ class RedisPass:
     async def lease(self, count: int) -> Lease:
         """Lease up to ``count`` ids: due retries, then recovered ones, then fresh ones from the cursor."""
         raw = await self._pop(keys=[self.pass_key, self.key("queue"), self.key("delayed"), self.inflight_key,
-                                    self.key("instances")], args=[count, self.instance, self.pass_id])
+                                    self.key("instances")], args=[count, self.instance, self.pass_id, self.token])
         if raw:
             return Lease([Entry.decode(entry) for entry in raw])
         return Lease([], await self.status())
@@ -149,8 +156,8 @@ class RedisPass:
     async def push(self, retries: list[tuple[Entry, float]]) -> None:
         """Give ids back for another attempt (each after its delay), ending our lease on them."""
         for entry, delay in retries:
-            await self._push(keys=[self.key("queue"), self.key("delayed"), self.inflight_key],
-                             args=[entry.encode(), round(delay * 1000)])
+            await self._push(keys=[self.key("queue"), self.key("delayed"), self.inflight_key, self.pass_key],
+                             args=[entry.encode(), round(delay * 1000), self.pass_id, self.token])
 
     async def acknowledge(self, product_ids: list[int]) -> str:
         """Mark ids done (their outcome is committed): FINISHED once the whole pass is.
@@ -161,8 +168,9 @@ class RedisPass:
         if not product_ids:
             return RUNNING
         done = int(await self._ack(keys=[self.pass_key, self.key("done"), self.key("done_count"),
-                                         self.inflight_key],
-                                   args=[self.pass_id, FINISHED_TTL, *product_ids]))
+                                         self.inflight_key, self.key("queue"), self.key("delayed"),
+                                         self.key("instances")],
+                                   args=[self.pass_id, self.token, FINISHED_TTL, *product_ids]))
         if done < 0:
             return RUNNING
         self.last_done_count = done

@@ -25,10 +25,11 @@ return {tostring(id), 0, ARGV[4], f[1] or ''}
 """
 
 POP = """
--- KEYS: pass, queue, delayed, inflight, instances; ARGV: n, instance, pass id
+-- KEYS: pass, queue, delayed, inflight, instances; ARGV: n, instance, pass id, pass token
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if redis.call('HGET', KEYS[1], 'id') ~= ARGV[3] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
+local f = redis.call('HMGET', KEYS[1], 'id', 'status', 'token')
+if f[1] ~= ARGV[3] or f[2] ~= 'running' or f[3] ~= ARGV[4] then
   return {}
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
@@ -61,7 +62,10 @@ return out
 """
 
 PUSH = """
--- KEYS: queue, delayed, inflight; ARGV: entry, delay ms (0: now)
+-- KEYS: queue, delayed, inflight, pass; ARGV: entry, delay ms (0: now), pass id, pass token
+-- Returns 0, pushing nothing, when the pass is no longer this one (the next pass owes the id).
+local f = redis.call('HMGET', KEYS[4], 'id', 'token')
+if f[1] ~= ARGV[3] or f[2] ~= ARGV[4] then return 0 end
 local delay = tonumber(ARGV[2])
 local id = string.match(ARGV[1], '^(%d+)')
 if delay > 0 then
@@ -76,22 +80,29 @@ return 1
 """
 
 ACK = """
--- KEYS: pass, done, done_count, inflight; ARGV: pass id, finished ttl, ids...
-if redis.call('HGET', KEYS[1], 'id') ~= ARGV[1] then return -1 end
-local start = tonumber(redis.call('HGET', KEYS[1], 'start'))
-local total = tonumber(redis.call('HGET', KEYS[1], 'end')) - start + 1
+-- KEYS: pass, done, done_count, inflight, queue, delayed, instances
+-- ARGV: pass id, pass token, finished ttl, ids...
+-- Returns the pass's done count, or -1 when the pass is no longer this one: a pass
+-- that Redis lost and started again under the same id has another token.
+local f = redis.call('HMGET', KEYS[1], 'id', 'token', 'start', 'end', 'status')
+if f[1] ~= ARGV[1] or f[2] ~= ARGV[2] then return -1 end
+local start, last = tonumber(f[3]), tonumber(f[4])
+local total = last - start + 1
 local added = 0
-for i = 3, #ARGV do
-  if redis.call('SETBIT', KEYS[2], tonumber(ARGV[i]) - start, 1) == 0 then added = added + 1 end
+for i = 4, #ARGV do
+  local id = tonumber(ARGV[i])
+  if id >= start and id <= last and redis.call('SETBIT', KEYS[2], id - start, 1) == 0 then
+    added = added + 1
+  end
 end
-redis.call('HDEL', KEYS[4], unpack(ARGV, 3))
+redis.call('HDEL', KEYS[4], unpack(ARGV, 4))
 local done = redis.call('INCRBY', KEYS[3], added)
-if done >= total and redis.call('HGET', KEYS[1], 'status') == 'running' then
+if done >= total and f[5] == 'running' then
   local t = redis.call('TIME')
   redis.call('HSET', KEYS[1], 'status', 'finished', 'finished_at', t[1])
-  -- Kept for inspection, then gone, even if no instance lives to settle the pass.
-  redis.call('EXPIRE', KEYS[2], ARGV[2])
-  redis.call('EXPIRE', KEYS[3], ARGV[2])
+  -- Kept for inspection, then gone, even if no instance lives to settle the pass
+  -- (each instance's inflight hash expires when that instance settles or is recovered).
+  for k = 2, 7 do redis.call('EXPIRE', KEYS[k], ARGV[3]) end
 end
 return done
 """

@@ -127,8 +127,11 @@ class PassScheduler(BaseScheduler):
         except Exception as error:
             if not self.crawl_pass.is_unavailable(error):
                 raise
-            logger.error("Could not settle with Redis at close (%s); other instances recover this "
-                         "instance's leases once its heartbeat expires", error)
+            if self.crawl_pass.instance is None:
+                logger.error("Could not settle the pass at close (%s); the next run resumes it", error)
+            else:
+                logger.error("Could not settle with Redis at close (%s); other instances recover this "
+                             "instance's leases once its heartbeat expires", error)
 
     # Only with something to do: a call that reached the store is what says it is back.
     def _acknowledge_soon(self) -> None:

@@ -194,6 +194,12 @@ class StoragePipeline:
                     return
                 self.stats.inc_value(stat_keys.DB_ROWS_REJECTED)
                 logger.error("The database rejected the row of product %d: %s", entry.item.product_id, error)
+                if isinstance(entry.item, FailureItem) and entry.item.reason.startswith("db_rejected"):
+                    # Not even its failure row can be stored: drop it (not counted done; the
+                    # next run fetches the id again) rather than rewrite it forever.
+                    entry.deferred.errback(DropItem(f"not written: {error}"))
+                    self._pending[:0] = batch[index + 1:]
+                    return
                 entry.item = FailureItem(entry.item.product_id, FAILED, None,
                                          f"db_rejected: {error}"[:255], getattr(entry.item, "attempts", 1))
                 self._pending[:0] = [entry, *batch[index + 1:]]

@@ -76,13 +76,10 @@ class CrawlStatsCollector:
 
     def _families(self, stats: dict[str, object], crawl_pass: Any) -> Iterator[Metric]:
         def number(key: str) -> float:
-            value = stats.get(key, 0)
-            return float(value) if isinstance(value, (int, float)) else 0.0
+            return _stat(stats, key)
 
         def counter(name: str, documentation: str, key: str) -> CounterMetricFamily:
-            family = CounterMetricFamily(f"{NAMESPACE}_{name}", documentation)
-            family.add_metric([], number(key))
-            return family
+            return _counter(name, documentation, number(key))
 
         yield counter("requests", "Requests sent to the API (retries included).", REQUEST_COUNT)
         responses = CounterMetricFamily(f"{NAMESPACE}_responses", "API responses by HTTP status.",
@@ -127,20 +124,14 @@ class CrawlStatsCollector:
     def _state_families(self, stats: dict[str, object], crawl_pass: Any) -> Iterator[Metric]:
         """What the crawl is doing now, the database and Redis, and which pass this is."""
 
-        def gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
-            family = GaugeMetricFamily(f"{NAMESPACE}_{name}", documentation)
-            family.add_metric([], value)
-            return family
-
         def count(key: str) -> float:
-            value = stats.get(key, 0)
-            return float(value) if isinstance(value, (int, float)) else 0.0
+            return _stat(stats, key)
 
-        yield gauge("requests_in_flight", "Requests sent to the API and not answered yet.",
+        yield _gauge("requests_in_flight", "Requests sent to the API and not answered yet.",
                     self._in_flight())
-        yield gauge("requests_waiting_for_slot", "Requests waiting for a rate-limit slot.",
+        yield _gauge("requests_waiting_for_slot", "Requests waiting for a rate-limit slot.",
                     float(getattr(self._rate_limiter(), "waiting", 0)))
-        yield gauge("ratelimit_cap_requests_per_second",
+        yield _gauge("ratelimit_cap_requests_per_second",
                     "MAX_REQUESTS_PER_SECOND: the cap shared by every instance of the pass.",
                     self.config.max_requests_per_second)
 
@@ -149,18 +140,14 @@ class CrawlStatsCollector:
         rows.add_metric(["products"], count(stat_keys.STORED))
         rows.add_metric(["crawl_failures"], count(stat_keys.MISSING) + count(stat_keys.FAILED))
         yield rows
-        errors = CounterMetricFamily(f"{NAMESPACE}_database_write_errors",
-                                     "Batch writes that failed (and were retried).")
-        errors.add_metric([], count(stat_keys.DB_WRITE_ERRORS))
-        yield errors
-        yield gauge("database_up", "0 while the database is unreachable (writes held and retried), else 1.",
+        yield _counter("database_write_errors", "Batch writes that failed (and were retried).",
+                       count(stat_keys.DB_WRITE_ERRORS))
+        yield _gauge("database_up", "0 while the database is unreachable (writes held and retried), else 1.",
                     1.0 - count(stat_keys.DB_OUTAGE))
         if self.config.redis_url is not None:
-            redis_errors = CounterMetricFamily(f"{NAMESPACE}_redis_errors",
-                                               "Calls of the shared scheduler to Redis that failed.")
-            redis_errors.add_metric([], count(stat_keys.REDIS_ERRORS))
-            yield redis_errors
-            yield gauge("redis_up", "0 while Redis is unreachable (calls retried), else 1.",
+            yield _counter("redis_errors", "Calls of the shared scheduler to Redis that failed.",
+                           count(stat_keys.REDIS_ERRORS))
+            yield _gauge("redis_up", "0 while Redis is unreachable (calls retried), else 1.",
                         1.0 - count(stat_keys.REDIS_OUTAGE))
 
         info = GaugeMetricFamily(f"{NAMESPACE}_pass_info", "The pass this instance works on (value 1).",
@@ -169,7 +156,7 @@ class CrawlStatsCollector:
         if pass_id is not None:
             info.add_metric([str(pass_id)], 1.0)
         yield info
-        yield gauge("pass_start_time_seconds", "When the pass began, in Unix seconds (0 before it opens).",
+        yield _gauge("pass_start_time_seconds", "When the pass began, in Unix seconds (0 before it opens).",
                     float(getattr(crawl_pass, "started_at", None) or 0.0))
 
     def _downloader(self) -> Any:
@@ -260,3 +247,20 @@ class PrometheusMetrics:
             return deferLater(reactor, self.linger, self.stop)
         self.stop()
         return None
+
+
+def _stat(stats: dict[str, object], key: str) -> float:
+    value = stats.get(key, 0)
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _counter(name: str, documentation: str, value: float) -> CounterMetricFamily:
+    family = CounterMetricFamily(f"{NAMESPACE}_{name}", documentation)
+    family.add_metric([], value)
+    return family
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(f"{NAMESPACE}_{name}", documentation)
+    family.add_metric([], value)
+    return family

@@ -161,3 +161,81 @@ def test_only_redis_being_away_counts_as_unavailable_not_an_error_reply():
     # A script's error or a wrong type is a bug: logged as one, not retried as an outage forever.
     assert not RedisPass.is_unavailable(redis.ResponseError("ERR Error running script: bit offset is not an integer"))
     assert not RedisPass.is_unavailable(redis.ResponseError("WRONGTYPE Operation against a key"))
+
+
+#: More ids than Lua's unpack() can spread onto its stack in one go (about 8,000).
+MANY = 20_000
+
+
+async def hold(redis_pass: RedisPass, count: int) -> list[int]:
+    """Lease ``count`` ids as the crawl does, in calls of a few each (a thousand here, to be quick)."""
+    held: list[int] = []
+    while len(held) < count:
+        held += [entry.product_id for entry in (await redis_pass.lease(min(1000, count - len(held)))).entries]
+    return held
+
+
+def test_a_dead_instance_holding_more_leases_than_lua_can_unpack_has_them_all_recovered(redis_prefix):
+    async def scenario(client):
+        dead = RedisPass(client, redis_prefix, 1, MANY, instance="dead")
+        await dead.open(fresh=False)
+        taken = await hold(dead, MANY)
+        await client.delete(dead.heartbeat_key())  # killed: its heartbeat expired
+        alive = RedisPass(client, redis_prefix, 1, MANY, instance="alive")
+        await alive.open(fresh=False)
+        assert await alive.beat({}) == (RUNNING, MANY)
+        assert sorted(await hold(alive, MANY)) == taken
+        assert not await client.exists(dead.inflight_key)
+
+    run(scenario)
+
+
+def test_an_instance_closing_with_more_leases_than_lua_can_unpack_gives_them_all_back(redis_prefix):
+    async def scenario(client):
+        leaving = RedisPass(client, redis_prefix, 1, MANY, instance="leaving")
+        await leaving.open(fresh=False)
+        taken = await hold(leaving, MANY)
+        assert await leaving.close("shutdown", lost=False) is False
+        staying = RedisPass(client, redis_prefix, 1, MANY, instance="staying")
+        await staying.open(fresh=False)
+        assert sorted(await hold(staying, MANY)) == taken
+        assert not await client.exists(leaving.inflight_key)
+
+    run(scenario)
+
+
+def test_an_acknowledgement_of_more_ids_than_lua_can_unpack_counts_them_all(redis_prefix):
+    async def scenario(client):
+        redis_pass = RedisPass(client, redis_prefix, 1, MANY)
+        await redis_pass.open(fresh=False)
+        taken = await hold(redis_pass, MANY)
+        assert await redis_pass.acknowledge(taken) == FINISHED  # say, Redis was away for a while
+        assert await redis_pass.done_count() == MANY
+        assert not await client.exists(redis_pass.inflight_key)  # none of them is still leased
+
+    run(scenario)
+
+
+def test_a_lease_of_more_ids_than_lua_can_unpack_records_them_all(redis_prefix):
+    async def scenario(client):
+        redis_pass = RedisPass(client, redis_prefix, 1, MANY)
+        await redis_pass.open(fresh=False)
+        entries = (await redis_pass.lease(MANY)).entries
+        assert [entry.product_id for entry in entries] == list(range(1, MANY + 1))
+        assert await client.hlen(redis_pass.inflight_key) == MANY
+
+    run(scenario)
+
+
+def test_more_retries_than_lua_can_unpack_are_leased_again_in_one_call(redis_prefix):
+    async def scenario(client):
+        redis_pass = RedisPass(client, redis_prefix, 1, MANY)
+        await redis_pass.open(fresh=False)
+        taken = await hold(redis_pass, MANY)
+        retries = [Entry(product_id, 2) for product_id in taken[:10_000]]
+        await redis_pass.push([(entry, 0.0) for entry in retries])
+        assert await client.hlen(redis_pass.inflight_key) == MANY - len(retries)
+        assert (await redis_pass.lease(MANY)).entries == retries  # the queue holds nothing else
+        assert await client.hlen(redis_pass.inflight_key) == MANY
+
+    run(scenario)

@@ -3,6 +3,21 @@
 Declared keys let a Redis Cluster route each script to the node that holds
 them (all keys of a pass share one hash tag, see ``redis_pass.py``). Times are
 the Redis server's (``TIME``), never an instance's clock.
+
+A list that grows with an instance's leases or a batch goes to Redis through
+``chunked``: ``unpack`` fails above about 8,000 elements ("too many results to
+unpack", Lua's stack limit), and an instance can hold more leases than that.
+"""
+
+#: ``chunked(command, key, items, first)``: ``command key items[first..]``, 1,000
+#: items per call (even, so a field/value list stays in pairs). Still one script:
+#: still atomic.
+_CHUNKED = """
+local function chunked(command, key, items, first)
+  for i = first or 1, #items, 1000 do
+    redis.call(command, key, unpack(items, i, math.min(i + 999, #items)))
+  end
+end
 """
 
 OPEN = """
@@ -24,7 +39,7 @@ if ARGV[3] == '1' then redis.call('HSET', pass, 'fresh_at', t[1]) end
 return {tostring(id), 0, ARGV[4], f[1] or ''}
 """
 
-POP = """
+POP = _CHUNKED + """
 -- KEYS: pass, queue, delayed, inflight, instances; ARGV: n, instance, pass id, pass token
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -32,7 +47,7 @@ local f = redis.call('HMGET', KEYS[1], 'id', 'status', 'token')
 if f[1] ~= ARGV[3] or f[2] ~= 'running' or f[3] ~= ARGV[4] then
   return {}
 end
-local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
+local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)  -- few enough to unpack
 if #due > 0 then
   redis.call('ZREM', KEYS[3], unpack(due))
   redis.call('RPUSH', KEYS[2], unpack(due))
@@ -55,7 +70,7 @@ if #out > 0 then
     fields[#fields + 1] = string.match(entry, '^(%d+)')
     fields[#fields + 1] = entry
   end
-  redis.call('HSET', KEYS[4], unpack(fields))
+  chunked('HSET', KEYS[4], fields)
   redis.call('SADD', KEYS[5], ARGV[2])
 end
 return out
@@ -79,7 +94,7 @@ redis.call('HDEL', KEYS[3], id)
 return 1
 """
 
-ACK = """
+ACK = _CHUNKED + """
 -- KEYS: pass, done, done_count, inflight, queue, delayed, instances
 -- ARGV: pass id, pass token, finished ttl, ids...
 -- Returns the pass's done count, or -1 when the pass is no longer this one: a pass
@@ -95,7 +110,7 @@ for i = 4, #ARGV do
     added = added + 1
   end
 end
-redis.call('HDEL', KEYS[4], unpack(ARGV, 4))
+chunked('HDEL', KEYS[4], ARGV, 4)
 local done = redis.call('INCRBY', KEYS[3], added)
 if done >= total and f[5] == 'running' then
   local t = redis.call('TIME')
@@ -107,7 +122,7 @@ end
 return done
 """
 
-RECOVER = """
+RECOVER = _CHUNKED + """
 -- KEYS: queue, instances, then per instance ARGV[i]: heartbeat KEYS[1 + 2i], inflight KEYS[2 + 2i]
 local moved = 0
 for i, instance in ipairs(ARGV) do
@@ -115,7 +130,7 @@ for i, instance in ipairs(ARGV) do
   if redis.call('SISMEMBER', KEYS[2], instance) == 1 and redis.call('EXISTS', heartbeat) == 0 then
     local entries = redis.call('HVALS', inflight)
     if #entries > 0 then
-      redis.call('RPUSH', KEYS[1], unpack(entries))
+      chunked('RPUSH', KEYS[1], entries)
       moved = moved + #entries
     end
     redis.call('DEL', inflight)
@@ -125,10 +140,10 @@ end
 return moved
 """
 
-RELEASE = """
+RELEASE = _CHUNKED + """
 -- KEYS: queue, inflight, instances; ARGV: instance
 local entries = redis.call('HVALS', KEYS[2])
-if #entries > 0 then redis.call('RPUSH', KEYS[1], unpack(entries)) end
+if #entries > 0 then chunked('RPUSH', KEYS[1], entries) end
 redis.call('DEL', KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
 return #entries

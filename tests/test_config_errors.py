@@ -7,6 +7,7 @@ import socket
 import pytest
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
+from productcrawler.storage.target import DatabaseTarget
 from tests.conftest import crawl_env, run_crawl
 
 SECRET = "s3cr3t-pw"
@@ -123,6 +124,12 @@ def test_an_api_key_is_never_shown():
 ])
 def test_mask_url_hides_passwords(url, shown):
     assert mask_url(url) == shown
+
+
+def test_a_database_targets_repr_shows_the_masked_url_and_no_secret():
+    target = DatabaseTarget.from_url(f"mysql://u:{SECRET}@db.internal:3306/shop?ssl_key_password={SECRET}")
+    assert repr(target) == "DatabaseTarget(mysql://u:***@db.internal:3306/shop?ssl_key_password=***)"
+    assert SECRET not in f"{target} {[target]}"  # str(), and inside a container's repr
 
 
 def test_defaults_are_valid():

@@ -91,6 +91,9 @@ class DatabaseTarget:
             return cls(MYSQL, kwargs, shown)
         raise ConfigError(f"DATABASE_URL={shown!r} has an unknown scheme")
 
+    def __repr__(self) -> str:  # never the password (connect_kwargs holds it, and TLS key passphrases)
+        return f"DatabaseTarget({self.shown_url})"
+
     def connect(self) -> Any:
         """A plain DB-API connection (start-up checks, tools, tests)."""
         if self.dialect is SQLITE:

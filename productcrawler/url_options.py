@@ -137,10 +137,12 @@ def parse_options(query: str, known: dict[str, Callable[[str], Any]]) -> dict[st
 SHOWN_OPTIONS = frozenset(MYSQL_OPTIONS).union(REDIS_OPTIONS) - SECRET_OPTIONS
 
 
-def mask_query(query: str) -> str:
-    """``query`` with the values of secret and unknown options replaced by ``***``."""
-    parts = []
+def secret_values(query: str) -> list[tuple[int, int]]:
+    """Where in ``query`` the values of secret and unknown options are, as (start, end): what is masked."""
+    spans, offset = [], 0
     for part in query.split("&"):
         name, sep, _ = part.partition("=")
-        parts.append(f"{name}=***" if sep and unquote(name) not in SHOWN_OPTIONS else part)
-    return "&".join(parts)
+        if sep and unquote(name) not in SHOWN_OPTIONS:
+            spans.append((offset + len(name) + 1, offset + len(part)))
+        offset += len(part) + 1
+    return spans

@@ -126,6 +126,30 @@ def test_mask_url_hides_passwords(url, shown):
     assert mask_url(url) == shown
 
 
+@pytest.mark.parametrize("password", [
+    "pa?ss#word", "pa#ss", "p@ss", "pa/ss", "pa:ss", "p@ss/w#rd?x", "?", "#", "@", "/", ":", "@@", "?@/#:",
+    "pa%3Fss%23word%40", "x?ssl_ca=/ca.pem", "/shop?ssl_ca=/ca.pem#",
+])
+def test_mask_url_shows_no_part_of_a_password_whatever_it_contains(password):
+    """Unencoded, ``?#/@`` make the URL ambiguous: its userinfo ends at the last ``@`` before the host."""
+    url = f"mysql://u:{password}@db.internal:3306/shop?ssl_key_password=kp"
+    assert mask_url(url) == "mysql://u:***@db.internal:3306/shop?ssl_key_password=***"
+    assert mask_url(f"redis://:{password}@r.internal:6379/0") == "redis://:***@r.internal:6379/0"
+
+
+def test_mask_url_hides_a_password_that_reads_as_a_query_whole():
+    # Read as urlsplit and the drivers read it, "c" is an unknown option and all after "c=" its value;
+    # read as meant, "a=b?c=d" is the password. Either way it is a secret, so all of it is hidden.
+    assert mask_url("mysql://u:a=b?c=d@db/shop?ssl_ca=/ca.pem") == "mysql://u:***"
+
+
+@pytest.mark.parametrize("userinfo", ["u:pw@", "u@", ""])
+def test_an_at_sign_in_a_secret_options_value_does_not_end_the_userinfo_there(userinfo):
+    # Ending the userinfo at the URL's last "@" regardless would show what follows it.
+    shown = mask_url(f"mysql://{userinfo}db/shop?ssl_key_password=kp@{SECRET}")
+    assert "kp" not in shown and SECRET not in shown and "pw" not in shown
+
+
 def test_a_database_targets_repr_shows_the_masked_url_and_no_secret():
     target = DatabaseTarget.from_url(f"mysql://u:{SECRET}@db.internal:3306/shop?ssl_key_password={SECRET}")
     assert repr(target) == "DatabaseTarget(mysql://u:***@db.internal:3306/shop?ssl_key_password=***)"

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from productcrawler.payload import PayloadShape
-from productcrawler.url_options import MYSQL_OPTIONS, REDIS_OPTIONS, REDIS_TLS_OPTIONS, mask_query, parse_options
+from productcrawler.url_options import MYSQL_OPTIONS, REDIS_OPTIONS, REDIS_TLS_OPTIONS, parse_options, secret_values
 
 
 class ConfigError(ValueError):
@@ -29,19 +29,33 @@ def text(value: Any) -> str | None:
 
 
 def mask_url(url: str | None) -> str | None:
-    """``url`` with its password and secret query options replaced by ``***`` (for messages and logs)."""
+    """``url`` with its password and secret query options replaced by ``***`` (for messages and logs).
+
+    A password with an unencoded ``/``, ``?``, ``#`` or ``@`` makes the URL
+    ambiguous: urlsplit (and so the drivers) ends the authority at the first
+    ``/?#``, where its writer meant the userinfo to end at the last ``@`` before
+    the host. So every reading is taken (no userinfo, or userinfo ending at any
+    ``@``) and what any of them calls a password or a secret option's value is
+    hidden: an odd URL may show less than it could, never part of a secret.
+    """
     if not url:
         return url
-    base, sep, query = url.partition("?")
-    try:
-        parts = urlsplit(base)
-        if parts.password is not None:
-            netloc = parts.netloc.rsplit("@", 1)
-            userinfo = netloc[0].split(":", 1)[0]
-            base = urlunsplit(parts._replace(netloc=f"{userinfo}:***@{netloc[1]}"))
-    except ValueError:
-        return "<unparseable URL>"
-    return base + sep + mask_query(query)
+    scheme_end = url.find("://")
+    start = scheme_end + 3 if scheme_end >= 0 else 0
+    ends = [None] + ([i for i in range(start, len(url)) if url[i] == "@"] if scheme_end >= 0 else [])
+    spans: list[tuple[int, int]] = []
+    for end in ends:
+        if end is not None and (colon := url.find(":", start, end)) >= 0:
+            spans.append((colon + 1, end))  # the password
+        query = url.find("?", start if end is None else end + 1)
+        if query >= 0:
+            spans += [(query + 1 + a, query + 1 + b) for a, b in secret_values(url[query + 1:])]
+    shown, shown_to = [], 0
+    for a, b in sorted(spans):
+        if a > shown_to or not shown:
+            shown += [url[shown_to:a], "***"]
+        shown_to = max(shown_to, b)
+    return "".join(shown) + url[shown_to:]
 
 
 def shown(name: str, value: Any) -> str:

@@ -60,7 +60,8 @@ from _common import (
 
 STOCK = "stock"
 
-AIOHTTP_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"  # Scrapy's, paced
+AIOHTTP_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"  # lean, paced
+SCRAPY_AIOHTTP_HANDLER = "bench.scrapy_handler.PacedScrapyAiohttpDownloadHandler"  # Scrapy's, paced
 TWISTED_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
 GC_TUNING = "productcrawler.extensions.gc_tuning.GcTuning"
 DOWNLOADER_STATS = "scrapy.downloadermiddlewares.stats.DownloaderStats"
@@ -108,6 +109,9 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
         "ours-corestats": ("ours", {"EXTENSIONS": {**_project_extensions(), CORESTATS: None}}),
         # asyncio's own event loop instead of uvloop's (settings.py's ASYNCIO_EVENT_LOOP).
         "ours-uvloop": ("ours", {"ASYNCIO_EVENT_LOOP": DEFAULT_LOOP}),
+        # Scrapy's aiohttp handler instead of the lean one (productcrawler/download_handler.py).
+        "ours+scrapy-handler": ("ours", {"DOWNLOAD_HANDLERS": {"http": SCRAPY_AIOHTTP_HANDLER,
+                                                               "https": SCRAPY_AIOHTTP_HANDLER}}),
     }
 
 

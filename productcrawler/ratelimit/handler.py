@@ -4,7 +4,7 @@ The token bucket's slot has to hold where the API counts requests: on the
 wire. :class:`PacedDownloadMixin` waits for the slot (and gives up stale ones,
 see :meth:`~productcrawler.ratelimit.middleware.RateLimitMiddleware.wait_for_slot`)
 as the first thing a download does, then calls the handler's own
-``download_request``. In Scrapy's aiohttp handler nothing between that call
+``download_request``. In the aiohttp handler nothing between that call
 and aiohttp writing the request to a pooled connection suspends, so no other
 code can run in between and bunch requests up; ``download_latency`` (which
 AutoThrottle reads) is still measured from after the wait.
@@ -20,8 +20,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler
-
+from productcrawler.download_handler import LeanAiohttpDownloadHandler
 from productcrawler.middlewares.request_timing import SENT_AT
 from productcrawler.ratelimit.middleware import rate_limit_enabled, rate_limit_of
 
@@ -51,5 +50,5 @@ class PacedDownloadMixin:
         return await super().download_request(request)  # type: ignore[misc]
 
 
-class PacedAiohttpDownloadHandler(PacedDownloadMixin, AiohttpDownloadHandler):
-    """Scrapy's aiohttp download handler, paced by the crawler's rate limit."""
+class PacedAiohttpDownloadHandler(PacedDownloadMixin, LeanAiohttpDownloadHandler):
+    """The lean aiohttp download handler (productcrawler/download_handler.py), paced by the rate limit."""

@@ -1,0 +1,206 @@
+"""Scrapy's aiohttp download handler, without the per-response work this crawl pays for nothing.
+
+Scrapy's :class:`AiohttpDownloadHandler` is general: every response sends the
+``headers_received`` and ``bytes_received`` signals (so that a receiver can
+stop the download), copies the request's headers twice, builds a new
+``aiohttp.ClientTimeout``, parses the peer's IP address and guesses the
+response class from scratch. At 500 responses a second that is about a
+twelfth of the crawl's CPU (``bench/cpu.py --variants ours+scrapy-handler``,
+BENCHMARKS.md), for answers that all come from the same API with the same
+headers.
+
+:class:`LeanAiohttpDownloadHandler` keeps Scrapy's session, connection pool,
+TLS context, proxy handling (``meta["proxy"]`` with ``Proxy-Authorization``)
+and exception classes, and keeps every documented per-request meta key
+(``download_timeout``, ``download_maxsize``, ``download_warnsize``,
+``download_fail_on_dataloss``, ``verbatim_url``; ``download_latency`` is set).
+It differs only in how a response is read:
+
+- the two signals are sent only when something listens to them, and then the
+  whole download goes through Scrapy's own code, so ``StopDownload`` works as
+  documented; the same for ``bindaddress`` meta and TLS debug logging;
+- the request's headers go to aiohttp as they are, without a copy;
+- timeouts, IP addresses and response classes are computed once per distinct
+  value and kept.
+
+The class is a subclass of Scrapy's handler (in a private module in Scrapy
+2.19: one more reason Scrapy is pinned) and overrides its documented hooks and
+``download_request``; nothing of Scrapy's is patched.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import yarl
+from pydispatch.dispatcher import getAllReceivers, liveReceivers
+from scrapy import signals
+from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    ResponseDataLossError,
+    UnsupportedURLSchemeError,
+)
+from scrapy.http import Headers, Response
+from scrapy.responsetypes import responsetypes
+from scrapy.utils._download_handlers import get_dataloss_msg, get_warnsize_msg
+
+if TYPE_CHECKING:
+    from ipaddress import IPv4Address, IPv6Address
+
+    from scrapy import Request
+    from scrapy.core.downloader.handlers._aiohttp import _ClientResponse
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+#: aiohttp's exceptions as Scrapy's, most specific first (what Scrapy's handler raises for each).
+_SCRAPY_ERRORS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], type[Exception]], ...] = (
+    ((aiohttp.InvalidUrlClientError, aiohttp.NonHttpUrlClientError), UnsupportedURLSchemeError),
+    (aiohttp.ClientConnectorDNSError, CannotResolveHostError),
+    (aiohttp.ClientConnectorError, DownloadConnectionRefusedError),
+)
+
+
+def _scrapy_error(error: BaseException, request: Request, timeout: float) -> Exception:
+    if isinstance(error, TimeoutError):
+        return DownloadTimeoutError(f"Getting {request.url} took longer than {timeout} seconds.")
+    for library_errors, scrapy_error in _SCRAPY_ERRORS:
+        if isinstance(error, library_errors):
+            return scrapy_error(str(error))
+    return DownloadFailedError(str(error))
+
+
+#: Distinct peers remembered; more than this (many proxies) starts the memo again.
+_MAX_PEERS = 256
+
+
+class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
+    """Scrapy's aiohttp handler with a lean path for a response nobody asked to stop."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self._sender = crawler.signals.sender
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
+        self._addresses: dict[str, IPv4Address | IPv6Address] = {}
+        self._response_classes: dict[tuple[bytes | None, ...], type[Response]] = {}
+
+    async def download_request(self, request: Request) -> Response:
+        if self._tls_verbose_logging or request.meta.get("bindaddress") or self._download_watched():
+            return await super().download_request(request)
+        return await self._download(request)
+
+    def _download_watched(self) -> bool:
+        """Whether a receiver may stop downloads (``StopDownload``): then Scrapy's path sends the signals."""
+        return any(any(liveReceivers(getAllReceivers(self._sender, signal)))
+                   for signal in (signals.headers_received, signals.bytes_received))
+
+    async def _download(self, request: Request) -> Response:
+        meta = request.meta
+        timeout = meta.get("download_timeout", self._DEFAULT_CONNECT_TIMEOUT)
+        url: str | yarl.URL = yarl.URL(request.url, encoded=True) if meta.get("verbatim_url") else request.url
+        started = time.monotonic()
+        try:
+            async with self._session.request(
+                request.method, url, data=request.body or None, headers=self._headers_to_send(request),
+                timeout=self._timeout(timeout), ssl=self._ssl_context, allow_redirects=False,
+                proxy=self._extract_proxy_url_with_creds(request),
+            ) as response:
+                meta["download_latency"] = time.monotonic() - started
+                headers = self._extract_headers(response)
+                body, flags = await self._read_body(response, request, headers)
+                return self._response(response, request, headers, body, flags)
+        except (TimeoutError, aiohttp.ClientError) as error:
+            raise _scrapy_error(error, request, timeout) from error
+
+    @staticmethod
+    def _headers_to_send(request: Request) -> list[tuple[str, str]]:
+        """The request's headers for aiohttp, but Proxy-Authorization (it goes into the proxy URL)."""
+        encoding = request.headers.encoding
+        return [(name.decode(encoding), value.decode(encoding))
+                for name, values in request.headers.items() if name != b"Proxy-Authorization"
+                for value in values]
+
+    def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
+        timeout = self._timeouts.get(seconds)
+        if timeout is None:
+            timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds)
+        return timeout
+
+    async def _read_body(self, response: _ClientResponse, request: Request,
+                         headers: Headers) -> tuple[bytes, list[str] | None]:
+        """The body, within ``download_maxsize``; warns past ``download_warnsize``, as Scrapy's handler does."""
+        maxsize: int = request.meta.get("download_maxsize", self._default_maxsize)
+        warnsize: int = request.meta.get("download_warnsize", self._default_warnsize)
+        expected = response.content_length
+        if maxsize and expected and expected > maxsize:
+            self._cancel_maxsize(expected, maxsize, request, expected=True)
+        warned = bool(warnsize and expected and expected > warnsize)
+        if warned:
+            logger.warning(get_warnsize_msg(expected, warnsize, request, expected=True))
+        chunks: list[bytes] = []
+        received = 0
+        try:
+            async for chunk in response.content.iter_any():
+                chunks.append(chunk)
+                received += len(chunk)
+                if maxsize and received > maxsize:
+                    self._cancel_maxsize(received, maxsize, request, expected=False)
+                if warnsize and received > warnsize and not warned:
+                    warned = True
+                    logger.warning(get_warnsize_msg(received, warnsize, request, expected=False))
+        except aiohttp.ClientPayloadError as error:
+            if not request.meta.get("download_fail_on_dataloss", self._fail_on_dataloss):
+                return b"".join(chunks), ["dataloss"]
+            if not self._fail_on_dataloss_warned:
+                logger.warning(get_dataloss_msg(request.url))
+                self._fail_on_dataloss_warned = True
+            raise ResponseDataLossError(str(error)) from error
+        return b"".join(chunks), None
+
+    def _response(self, response: _ClientResponse, request: Request, headers: Headers,
+                  body: bytes, flags: list[str] | None) -> Response:
+        kwargs: dict[str, Any] = self._build_base_response_args(response, request, headers)
+        return self._response_class(headers, request.url, body)(body=body, flags=flags, **kwargs)
+
+    def _response_class(self, headers: Headers, url: str, body: bytes) -> type[Response]:
+        """Scrapy's choice of Response class; remembered when the headers alone decide it."""
+        key = (headers.get(b"Content-Type"), headers.get(b"Content-Encoding"), headers.get(b"Content-Disposition"))
+        response_class = self._response_classes.get(key)
+        if response_class is None:
+            response_class = responsetypes.from_args(headers=headers, url=url, body=body)
+            if response_class is not Response and responsetypes.from_headers(headers) is response_class:
+                self._response_classes[key] = response_class
+        return response_class
+
+    # Scrapy's hooks, also used by its own path (the one with signals).
+
+    @staticmethod
+    def _extract_headers(response: _ClientResponse) -> Headers:
+        return Headers(response.raw_headers)
+
+    def _build_base_response_args(self, response: _ClientResponse, request: Request,  # type: ignore[override]
+                                  headers: Headers) -> Any:
+        version = response.version
+        if response._ssl_object is not None:
+            certificate = response._ssl_object.getpeercert(binary_form=True)
+        else:
+            certificate = None
+        return {"status": response.status, "url": request.url, "headers": headers, "certificate": certificate,
+                "ip_address": self._address(response._peername[0]) if response._peername else None,
+                "protocol": f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1"}
+
+    def _address(self, host: str) -> IPv4Address | IPv6Address:
+        address = self._addresses.get(host)
+        if address is None:
+            if len(self._addresses) >= _MAX_PEERS:
+                self._addresses.clear()
+            address = self._addresses[host] = ipaddress.ip_address(host)
+        return address

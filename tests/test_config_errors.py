@@ -163,3 +163,20 @@ def test_defaults_are_valid():
     assert (config.start_id, config.end_id, config.max_requests_per_second, config.max_retries) == (1, 50000, 500.0, 3)
     assert config.database_url == "sqlite:///data/products.db" and config.redis_url is None
     assert config.api_timeout == 30.0 and config.api_key is None
+
+
+def test_a_configurations_repr_shows_no_secret():
+    """A config in a log line, a debugger or a test failure: passwords, secret options, the key hidden."""
+    config = CrawlConfig.from_settings({
+        "API_BASE_URL": f"https://apiuser:{SECRET}-api@api.test/v1",
+        "API_KEY": f"{SECRET}-key",
+        "DATABASE_URL": f"mysql://root:{SECRET}-db@db.internal:3306/shop?ssl_key_password={SECRET}-tls",
+        "REDIS_URL": f"rediss://user:{SECRET}-redis@redis.internal:6380/0",
+    })
+    for shown in (repr(config), str(config)):
+        assert SECRET not in shown
+        # Still says where it points, and that a key is set.
+        for part in ("api.test/v1", "root:***@db.internal:3306/shop", "user:***@redis.internal:6380/0",
+                     "api_key='***'", "end_id="):
+            assert part in shown, shown
+    assert "api_key=None" in repr(CrawlConfig.from_settings({}))  # unset, said so

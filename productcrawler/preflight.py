@@ -9,7 +9,7 @@ from __future__ import annotations
 import ssl
 from typing import TYPE_CHECKING, Any
 
-from productcrawler.config import ConfigError, CrawlConfig, mask_url
+from productcrawler.config import ConfigError, CrawlConfig, mask_url, password_hint
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.ratelimit.middleware import rate_limit_enabled
 from productcrawler.redis_connection import is_cluster, redis_client
@@ -56,8 +56,9 @@ def _check_database(url: str) -> None:
         finally:
             connection.close()
     except Exception as error:  # noqa: BLE001 - any driver error is a configuration problem here
+        # A password with an unencoded / or # can still leave a host and database to try (the wrong ones).
         raise ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: "
-                          f"{describe(error, tls_option='ssl_ca')}") from None
+                          f"{describe(error, tls_option='ssl_ca')}{password_hint(url)}") from None
 
 
 def _check_redis(url: str) -> None:
@@ -72,7 +73,7 @@ def _check_redis(url: str) -> None:
             client.close()
     except Exception as error:  # noqa: BLE001
         raise ConfigError(f"REDIS_URL={mask_url(url)!r}: cannot reach Redis: "
-                          f"{describe(error, tls_option='ssl_ca_certs')}") from None
+                          f"{describe(error, tls_option='ssl_ca_certs')}{password_hint(url)}") from None
     if in_cluster:
         raise ConfigError(f"REDIS_URL={mask_url(url)!r} is a node of a Redis Cluster: use "
                           "redis+cluster://host:port (rediss+cluster:// over TLS)")

@@ -163,3 +163,78 @@ def test_defaults_are_valid():
     assert (config.start_id, config.end_id, config.max_requests_per_second, config.max_retries) == (1, 50000, 500.0, 3)
     assert config.database_url == "sqlite:///data/products.db" and config.redis_url is None
     assert config.api_timeout == 30.0 and config.api_key is None
+
+
+def test_a_configurations_repr_shows_no_secret():
+    """A config in a log line, a debugger or a test failure: passwords, secret options, the key hidden."""
+    config = CrawlConfig.from_settings({
+        "API_BASE_URL": f"https://apiuser:{SECRET}-api@api.test/v1",
+        "API_KEY": f"{SECRET}-key",
+        "DATABASE_URL": f"mysql://root:{SECRET}-db@db.internal:3306/shop?ssl_key_password={SECRET}-tls",
+        "REDIS_URL": f"rediss://user:{SECRET}-redis@redis.internal:6380/0",
+    })
+    for shown in (repr(config), str(config)):
+        assert SECRET not in shown
+        # Still says where it points, and that a key is set.
+        for part in ("api.test/v1", "root:***@db.internal:3306/shop", "user:***@redis.internal:6380/0",
+                     "api_key='***'", "end_id="):
+            assert part in shown, shown
+    assert "api_key=None" in repr(CrawlConfig.from_settings({}))  # unset, said so
+
+
+HINT = "; if the password contains ? # / or @, percent-encode it (e.g. ? as %3F)"
+
+
+@pytest.mark.parametrize(("name", "url", "says"), [
+    # The password read as options: their names are pieces of it, so none is named.
+    ("DATABASE_URL", "mysql://u:Zq?Xv#Kw@db.internal/shop", "has query options that cannot be read"),
+    ("DATABASE_URL", "mysql://u:Zq/Xv@db.internal/shop", "has a port that is not a number"),
+    ("DATABASE_URL", "mysql://u:Zq#Xv@db.internal/shop", "needs a host and a database name"),
+    ("REDIS_URL", "redis://:Zq?Xv@r.internal:6379/0", "has a port that is not a number"),
+    ("REDIS_URL", "rediss://u:Zq/Xv@r.internal:6380/0", "has a port that is not a number"),
+])
+def test_a_url_whose_password_holds_an_unencoded_delimiter_is_refused_with_a_hint(name, url, says):
+    with pytest.raises(ConfigError) as error:
+        CrawlConfig.from_settings({name: url})
+    message = str(error.value)
+    assert message.startswith(f"{name}=") and says in message and message.endswith(HINT), message
+    detail = message.removesuffix(HINT)
+    assert not any(piece in detail for piece in ("Zq", "Xv", "Kw")), message  # no part of the password
+
+
+@pytest.mark.parametrize(("name", "url"), [
+    ("DATABASE_URL", "mysql://u:pw@db.internal:33o6/shop"),
+    ("DATABASE_URL", "mysql://u:pw@db.internal/shop?ssl_ka=/k.pem"),
+    ("REDIS_URL", "redis://:pw@r.internal:6379/0?db=x"),
+])
+def test_a_bad_url_with_a_plain_password_gets_no_hint(name, url):
+    with pytest.raises(ConfigError) as error:
+        CrawlConfig.from_settings({name: url})
+    assert "percent-encode" not in str(error.value)
+
+
+def test_a_database_target_built_from_such_a_url_says_so_without_quoting_it():
+    # urlsplit's own error would quote the "port", a piece of the password.
+    with pytest.raises(ConfigError) as error:
+        DatabaseTarget.from_url(f"mysql://u:pa/{SECRET}@db.internal/shop")
+    assert str(error.value) == f"DATABASE_URL='mysql://u:***@db.internal/shop' cannot be read{HINT}"
+
+
+def test_a_password_that_leaves_a_host_to_try_fails_to_connect_with_the_hint(tmp_path):
+    from scrapy.settings import Settings
+
+    from productcrawler.preflight import check
+
+    # Read as urlsplit reads it: password "p", host 127.0.0.1, port 1 (nothing listens there).
+    with pytest.raises(ConfigError) as error:
+        check(Settings({"DATABASE_URL": f"mysql://u:p@127.0.0.1:1/{SECRET}@127.0.0.1/shop"}), {})
+    assert "cannot use the database" in str(error.value) and str(error.value).endswith(HINT)
+    assert SECRET not in str(error.value)
+
+
+def test_the_crawl_refuses_a_password_with_an_unencoded_question_mark_with_the_hint(tmp_path):
+    result = run_crawl(settings={"DATABASE_URL": "mysql://u:pa?ss#word@127.0.0.1/shop"}, timeout=60)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+    assert lines == ["productcrawler: configuration error: DATABASE_URL='mysql://u:***@127.0.0.1/shop' "
+                     f"has query options that cannot be read{HINT}"], result.stderr[-2000:]

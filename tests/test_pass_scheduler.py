@@ -63,6 +63,7 @@ class PassInMemory:
         return Lease([Entry(i) for i in taken], RUNNING if taken else self.status_when_empty)
 
     async def push(self, retries: list[tuple[Entry, float]]) -> None:
+        self.calls.append(("push", len(retries)))
         self._maybe_fail()
         self.pushed += retries
 
@@ -158,6 +159,19 @@ def test_a_retry_goes_back_to_the_pass_with_its_delay_and_count(make_scheduler):
     assert crawl_pass.pushed == [(Entry(2, 1), 1.5)]
     assert scheduler.stats.get_value(stat_keys.RETRY_DELAYED) == 1
     assert scheduler.stats.get_value(stat_keys.RETRY_DELAY_SECONDS) == 1.5
+
+
+def test_a_burst_of_retries_goes_back_to_the_pass_in_one_call(make_scheduler):
+    # A 503 storm: each call to a shared pass is a round trip to Redis.
+    scheduler, crawl_pass, spider = make_scheduler(list(range(1, 101)))
+    for product_id in range(1, 65):
+        request = spider.make_request(product_id)
+        request.meta.update({"retry_times": 1, RETRY_DELAY_META: product_id / 10})
+        scheduler.enqueue_request(request)
+    on_reactor_loop(settle())
+    assert [call for call in crawl_pass.calls if call[0] == "push"] == [("push", 64)]
+    assert crawl_pass.pushed == [(Entry(i, 1), i / 10) for i in range(1, 65)]
+    assert scheduler.stats.get_value("scheduler/enqueued/pass") == 64
 
 
 def test_a_proxy_resend_stays_here_and_is_sent_next(make_scheduler):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import redis
 import redis.asyncio
 
+from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
 from productcrawler.passes.redis_pass import FINISHED_TTL, RedisPass
 from tests.conftest import REDIS_URL
@@ -237,5 +238,91 @@ def test_more_retries_than_lua_can_unpack_are_leased_again_in_one_call(redis_pre
         assert await client.hlen(redis_pass.inflight_key) == MANY - len(retries)
         assert (await redis_pass.lease(MANY)).entries == retries  # the queue holds nothing else
         assert await client.hlen(redis_pass.inflight_key) == MANY
+
+    run(scenario)
+
+
+async def server_ms(client: redis.asyncio.Redis) -> int:
+    """The Redis server's clock in ms: what the pass schedules retries by."""
+    seconds, micros = await client.time()
+    return seconds * 1000 + micros // 1000
+
+
+def count_commands(client: redis.asyncio.Redis) -> list[str]:
+    """Record the name of every command ``client`` sends from now on (each one a round trip)."""
+    sent: list[str] = []
+    execute = client.execute_command
+
+    async def counted(*args: Any, **options: Any) -> Any:
+        sent.append(str(args[0]).upper())
+        return await execute(*args, **options)
+
+    client.execute_command = counted  # type: ignore[method-assign]
+    return sent
+
+
+#: A 503 storm's retries, handed back in one call: due now, in 0.3 s, in 0.8 s.
+STORM_DELAYS = [0.0] * 100 + [0.3] * 200 + [0.8] * 200
+
+
+def test_a_burst_of_retries_is_one_round_trip_and_each_comes_back_once_its_delay_is_over(redis_prefix):
+    async def scenario(client):
+        redis_pass = RedisPass(client, redis_prefix, 1, len(STORM_DELAYS))  # leases hand out nothing but retries
+        await redis_pass.open(fresh=False)
+        taken = await hold(redis_pass, len(STORM_DELAYS))
+        retries = [(Entry(product_id, 1 + n % 3), delay)
+                   for n, (product_id, delay) in enumerate(zip(taken, STORM_DELAYS))]
+        await client.script_load(redis_scripts.PUSH)  # as the first push of a run would have
+        pushed_from = await server_ms(client)
+        sent = count_commands(client)
+        await redis_pass.push(retries)
+        assert sent == ["EVALSHA"]
+        pushed_by = await server_ms(client)
+        assert await client.hlen(redis_pass.inflight_key) == 0  # no longer leased to us
+
+        delays = dict(retries)
+        back: dict[Entry, tuple[int, int]] = {}  # entry: (the last lease without it began, the one with it ended)
+        last_began = pushed_from
+        while len(back) < len(retries) and await server_ms(client) < pushed_by + 5000:
+            began = await server_ms(client)
+            entries = (await redis_pass.lease(1000)).entries
+            ended = await server_ms(client)
+            for entry in entries:
+                assert entry not in back, entry  # once only
+                back[entry] = (last_began, ended)
+            last_began = began
+            await asyncio.sleep(0.05)
+        assert set(back) == set(delays)  # every retry, with its retry count
+        for entry, (before, ended) in back.items():
+            delay_ms = delays[entry] * 1000
+            assert ended >= pushed_from + delay_ms, (entry, delays[entry])  # not before its delay
+            assert before < pushed_by + delay_ms, (entry, delays[entry])  # nor held once it was over
+        assert sum(1 for before, _ in back.values() if before == pushed_from) == 100  # the due ones at once
+
+    run(scenario)
+
+
+def test_a_burst_of_retries_for_a_pass_that_is_no_longer_ours_pushes_nothing(redis_prefix):
+    async def scenario(client):
+        redis_pass = RedisPass(client, redis_prefix, 1, len(STORM_DELAYS))
+        await redis_pass.open(fresh=False)
+        taken = await hold(redis_pass, len(STORM_DELAYS))
+        await client.hset(redis_pass.pass_key, "token", "another")  # Redis lost it; a new pass has its id
+        await redis_pass.push([(Entry(product_id, 1), delay) for product_id, delay in zip(taken, STORM_DELAYS)])
+        assert await client.llen(redis_pass.key("queue")) == 0
+        assert await client.zcard(redis_pass.key("delayed")) == 0
+        assert await client.hlen(redis_pass.inflight_key) == len(taken)  # untouched
+
+    run(scenario)
+
+
+def test_more_delayed_retries_than_lua_can_unpack_all_wait_in_one_call(redis_prefix):
+    async def scenario(client):
+        redis_pass = RedisPass(client, redis_prefix, 1, MANY)
+        await redis_pass.open(fresh=False)
+        taken = await hold(redis_pass, MANY)
+        await redis_pass.push([(Entry(product_id, 1), 60.0) for product_id in taken[:10_000]])
+        assert await client.zcard(redis_pass.key("delayed")) == 10_000
+        assert await client.hlen(redis_pass.inflight_key) == MANY - 10_000
 
     run(scenario)

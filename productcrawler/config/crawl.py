@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import BaseSettings as _BaseSettings
@@ -20,6 +20,7 @@ from productcrawler.config.values import (
     ConfigError,
     database_url,
     http_url,
+    mask_url,
     number,
     product_fields,
     redis_url,
@@ -191,6 +192,15 @@ class CrawlConfig:
             guard_not_products=number("GUARD_NOT_PRODUCTS", get("GUARD_NOT_PRODUCTS"), int, minimum=0),
             guard_404_streak=number("GUARD_404_STREAK", get("GUARD_404_STREAK"), int, minimum=0),
         )
+
+    def __repr__(self) -> str:
+        # The dataclass's own repr would show API_KEY and the URLs' passwords
+        # wherever a config is printed: a log line, a traceback, a test failure.
+        shown = {field.name: getattr(self, field.name) for field in fields(self)}
+        shown["api_key"] = None if self.api_key is None else "***"
+        for name in ("api_base_url", "database_url", "redis_url"):
+            shown[name] = mask_url(shown[name])
+        return f"CrawlConfig({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 
     @property
     def total_ids(self) -> int:

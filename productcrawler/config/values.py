@@ -58,6 +58,27 @@ def mask_url(url: str | None) -> str | None:
     return "".join(shown) + url[shown_to:]
 
 
+#: Added to an error about a URL whose userinfo holds an unencoded ``?``, ``#`` or ``/``.
+PASSWORD_HINT = "if the password contains ? # / or @, percent-encode it (e.g. ? as %3F)"
+
+
+def ambiguous_userinfo(url: str) -> bool:
+    """Whether ``url``'s userinfo (all before the last ``@`` ahead of the host) holds ``?``, ``#`` or ``/``.
+
+    urlsplit, and so the drivers, end the authority at the first of them: the
+    rest of the password is read as the port, the options or the path, and the
+    error about those would send its reader looking in the wrong place.
+    """
+    scheme_end = url.find("://")
+    at = url.rfind("@")
+    return 0 <= scheme_end < at and any(c in url[scheme_end + 3:at] for c in "?#/")
+
+
+def password_hint(url: str) -> str:
+    """``"; <PASSWORD_HINT>"`` for an error about ``url`` when its userinfo is ambiguous, else ``""``."""
+    return f"; {PASSWORD_HINT}" if ambiguous_userinfo(url) else ""
+
+
 def shown(name: str, value: Any) -> str:
     """``value`` as a message may show it: ``API_KEY`` hidden, URLs' passwords masked."""
     if name == "API_KEY":
@@ -104,16 +125,28 @@ def http_url(name: str, raw: Any) -> str:
 
 def database_url(raw: Any) -> str:
     url = text(raw)
-    name = "DATABASE_URL"
     if url is None:
-        raise ConfigError(f"{name} is empty; expected mysql://user:password@host:port/db or sqlite:///path")
+        raise ConfigError("DATABASE_URL is empty; expected mysql://user:password@host:port/db or sqlite:///path")
+    try:
+        return _database_url(url)
+    except ConfigError as error:
+        raise ConfigError(f"{error}{password_hint(url)}") from None
+
+
+def _options_error(url: str, error: ValueError) -> str:
+    # Read from a password, the options' names and values are pieces of it: not shown.
+    return "has query options that cannot be read" if ambiguous_userinfo(url) else str(error)
+
+
+def _database_url(url: str) -> str:
+    name = "DATABASE_URL"
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme in ("mysql", "mysql+pymysql"):
         parts = urlsplit(url)
         try:
             options = parse_options(parts.query, MYSQL_OPTIONS)
         except ValueError as error:
-            raise ConfigError(f"{name}={shown(name, url)} {error}") from None
+            raise ConfigError(f"{name}={shown(name, url)} {_options_error(url, error)}") from None
         if not (parts.hostname or "unix_socket" in options) or not parts.path.strip("/"):
             raise ConfigError(f"{name}={shown(name, url)} needs a host and a database name: "
                               "mysql://user:password@host:port/db")
@@ -141,6 +174,13 @@ def redis_url(raw: Any) -> str | None:
     url = text(raw)
     if url is None:
         return None
+    try:
+        return _redis_url(url)
+    except ConfigError as error:
+        raise ConfigError(f"{error}{password_hint(url)}") from None
+
+
+def _redis_url(url: str) -> str:
     name = "REDIS_URL"
     parts = urlsplit(url)
     if parts.scheme not in REDIS_SCHEMES:
@@ -153,7 +193,7 @@ def redis_url(raw: Any) -> str | None:
     try:
         options = parse_options(parts.query, REDIS_OPTIONS)
     except ValueError as error:
-        raise ConfigError(f"{name}={shown(name, url)} {error}") from None
+        raise ConfigError(f"{name}={shown(name, url)} {_options_error(url, error)}") from None
     tls = sorted(REDIS_TLS_OPTIONS.intersection(options))
     if tls and not parts.scheme.startswith("rediss"):
         raise ConfigError(f"{name}={shown(name, url)} gives {tls[0]} without TLS; "

@@ -154,10 +154,16 @@ class RedisPass:
         return Lease([], await self.status())
 
     async def push(self, retries: list[tuple[Entry, float]]) -> None:
-        """Give ids back for another attempt (each after its delay), ending our lease on them."""
+        """Give ids back for another attempt (each after its delay), ending our lease on them.
+
+        One script call for all of them: a burst of retries (a 503 storm) is one round trip, not one each.
+        """
+        if not retries:
+            return
+        args: list[Any] = [self.pass_id, self.token]
         for entry, delay in retries:
-            await self._push(keys=[self.key("queue"), self.key("delayed"), self.inflight_key, self.pass_key],
-                             args=[entry.encode(), round(delay * 1000), self.pass_id, self.token])
+            args += [entry.encode(), round(delay * 1000)]
+        await self._push(keys=[self.key("queue"), self.key("delayed"), self.inflight_key, self.pass_key], args=args)
 
     async def acknowledge(self, product_ids: list[int]) -> str:
         """Mark ids done (their outcome is committed): FINISHED once the whole pass is.

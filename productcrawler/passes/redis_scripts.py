@@ -76,22 +76,29 @@ end
 return out
 """
 
-PUSH = """
--- KEYS: queue, delayed, inflight, pass; ARGV: entry, delay ms (0: now), pass id, pass token
--- Returns 0, pushing nothing, when the pass is no longer this one (the next pass owes the id).
+PUSH = _CHUNKED + """
+-- KEYS: queue, delayed, inflight, pass; ARGV: pass id, pass token, then entry, delay ms (0: now) pairs
+-- Returns how many entries were pushed: 0, pushing nothing, when the pass is no longer this one
+-- (the next pass owes the ids).
 local f = redis.call('HMGET', KEYS[4], 'id', 'token')
-if f[1] ~= ARGV[3] or f[2] ~= ARGV[4] then return 0 end
-local delay = tonumber(ARGV[2])
-local id = string.match(ARGV[1], '^(%d+)')
-if delay > 0 then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZADD', KEYS[2], now + delay, ARGV[1])
-else
-  redis.call('RPUSH', KEYS[1], ARGV[1])
+if f[1] ~= ARGV[1] or f[2] ~= ARGV[2] then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local due, delayed, ids = {}, {}, {}
+for i = 3, #ARGV, 2 do
+  local entry, delay = ARGV[i], tonumber(ARGV[i + 1])
+  if delay > 0 then
+    delayed[#delayed + 1] = now + delay  -- score, member: chunked keeps the pairs together
+    delayed[#delayed + 1] = entry
+  else
+    due[#due + 1] = entry
+  end
+  ids[#ids + 1] = string.match(entry, '^(%d+)')
 end
-redis.call('HDEL', KEYS[3], id)
-return 1
+chunked('RPUSH', KEYS[1], due)
+chunked('ZADD', KEYS[2], delayed)
+chunked('HDEL', KEYS[3], ids)
+return #ids
 """
 
 ACK = _CHUNKED + """

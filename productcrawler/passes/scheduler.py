@@ -164,11 +164,12 @@ class PassScheduler(BaseScheduler):
         return True
 
     async def _push_held(self) -> None:
-        """Hand retries to the pass, one at a time; while it is away they wait here (still leased to us)."""
+        """Hand the held retries to the pass in one call; while it is away they wait here (still leased to us)."""
         while self._unpushed:
-            await self.crawl_pass.push(self._unpushed[:1])
-            del self._unpushed[0]
-            self.stats.inc_value("scheduler/enqueued/pass")
+            retries = self._unpushed[:]  # more may be held while the call is out: the next round takes them
+            await self.crawl_pass.push(retries)
+            del self._unpushed[:len(retries)]
+            self.stats.inc_value("scheduler/enqueued/pass", len(retries))
             self.finished = False  # the pass has something to hand out again
         if self._starved:
             self._calls.every("poll", self.crawl_pass.poll_interval, self._poll)

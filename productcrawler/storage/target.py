@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from productcrawler.config import ConfigError, mask_url
+from productcrawler.config import ConfigError, mask_url, password_hint
 from productcrawler.storage.schema import FAILURE_COLUMNS, MYSQL_DDL, PASS_COLUMN, PRODUCT_COLUMNS, SQLITE_DDL
 from productcrawler.url_options import MYSQL_OPTIONS, parse_options
 
@@ -81,15 +81,21 @@ class DatabaseTarget:
             return cls(SQLITE, {"database": str(path), "check_same_thread": False,
                                 "timeout": 30.0}, shown)
         if parts.scheme in ("mysql", "mysql+pymysql"):
+            try:
+                port, options = parts.port or 3306, _mysql_options(parts.query)
+            except ValueError:
+                # Validated URLs do not get here; urlsplit's own message would quote the port,
+                # which may be a piece of the password.
+                raise ConfigError(f"DATABASE_URL={shown!r} cannot be read{password_hint(url)}") from None
             kwargs = {
-                "host": parts.hostname, "port": parts.port or 3306,
+                "host": parts.hostname, "port": port,
                 "user": unquote(parts.username or "root"), "password": unquote(parts.password or ""),
                 "database": parts.path.strip("/"), "charset": "utf8mb4", "autocommit": False,
                 "connect_timeout": max(1, int(connect_timeout)), "read_timeout": 60, "write_timeout": 60,
-                **_mysql_options(parts.query),
+                **options,
             }
             return cls(MYSQL, kwargs, shown)
-        raise ConfigError(f"DATABASE_URL={shown!r} has an unknown scheme")
+        raise ConfigError(f"DATABASE_URL={shown!r} has an unknown scheme{password_hint(url)}")
 
     def __repr__(self) -> str:  # never the password (connect_kwargs holds it, and TLS key passphrases)
         return f"DatabaseTarget({self.shown_url})"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url, password_hint
 from productcrawler.proxies.config import ProxyConfig
-from productcrawler.ratelimit.middleware import rate_limit_enabled
+from productcrawler.ratelimit.middleware import check_handlers, rate_limit_enabled
 from productcrawler.redis_connection import is_cluster, redis_client
 from productcrawler.storage.target import DatabaseTarget
 
@@ -29,7 +29,8 @@ def check(settings: BaseSettings, spider_args: dict[str, Any]) -> CrawlConfig:
     refuse_jobdir(settings)
     # Read here too, before the downloader exists: refused while the crawler is
     # built, it would leave the download handler's connections open behind it.
-    rate_limit_enabled(settings)
+    if rate_limit_enabled(settings):
+        check_handlers(settings)
     ProxyConfig.from_settings(settings)
     _check_database(config.database_url)
     if config.redis_url is not None:

@@ -53,6 +53,12 @@ BAD = [
     ({"GUARD_404_STREAK": "-1"}, (), {}, ["GUARD_404_STREAK", "'-1'", "at least 0"]),
     # A component's own setting, read by the start-up checks too.
     ({"RATE_LIMIT_ENABLED": "maybe"}, (), {}, ["RATE_LIMIT_ENABLED", "'maybe'", "not a boolean"]),
+    # Refused before the download handler exists: refused by the rate limit's
+    # middleware while the crawler is built, it left an aiohttp session open
+    # behind the message ("ERROR: Unclosed client session").
+    ({"DOWNLOAD_HANDLERS": '{"http": "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler", '
+                           '"https": "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"}'}, (), {},
+     ["DOWNLOAD_HANDLERS['https']", "HTTP11DownloadHandler", "PacedAiohttpDownloadHandler"]),
     # Refused by a component while the crawler is built.
     ({"GC_GEN0_THRESHOLD": "-5"}, (), {}, ["GC_GEN0_THRESHOLD", "'-5'", "positive whole number"]),
 ]

@@ -107,7 +107,7 @@ def rate_limit_enabled(settings: BaseSettings) -> bool:
                           "boolean; expected True/False, 1/0, 'true'/'false'") from None
 
 
-def _check_handlers(settings: BaseSettings) -> None:
+def check_handlers(settings: BaseSettings) -> None:
     """The wait happens in the download handler: one that does not pace would send unthrottled."""
     from productcrawler.ratelimit.handler import PacedDownloadMixin
 
@@ -162,7 +162,7 @@ class RateLimitMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not rate_limit_enabled(crawler.settings):
             raise NotConfigured
-        _check_handlers(crawler.settings)
+        check_handlers(crawler.settings)
         config = crawl_config(crawler)
         rate, burst = config.max_requests_per_second, config.rate_limit_burst
         limiter: RateLimiter

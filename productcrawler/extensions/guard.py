@@ -36,6 +36,8 @@ own connection failure is re-sent through another proxy without using the
 id's retries and never becomes an outcome, so only what fails through the
 proxies as well (timeouts, connections cut) counts. No answer says nothing of
 the key, the path or the fields: it neither grows nor breaks the other streaks.
+When its last error is not a download error (a TypeError of a broken handler
+or middleware) the message names those components instead.
 
 The proxy middleware stops the crawl through :meth:`stop_for` when every
 proxy rests after a 407 and none ever answered anything else (wrong
@@ -70,6 +72,7 @@ from productcrawler import signals as our_signals
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig, crawl_config
 from productcrawler.items import MISSING, FailureItem, ProductItem
+from productcrawler.retry.middleware import known_reason
 from productcrawler.retry.policy import RETRY_DELAY_META
 
 if TYPE_CHECKING:
@@ -300,8 +303,11 @@ class WholesaleFailureGuard:
             proxies = ", PROXY_URLS" if self.crawler.settings.get("PROXY_URLS") else ""
             seen = (f"the API stopped answering after {self._products} products in this run"
                     if self._products else "the API did not answer")
-            return (f"{seen}: {count} ids in a row ended with no answer (last: {last} for {streak.url}); "
-                    f"check API_BASE_URL ({self.config.api_base_url}){proxies} and that the API is reachable")
+            if known_reason(error) is None:  # not a download error: raised by one of our components
+                check = "check DOWNLOAD_HANDLERS and DOWNLOADER_MIDDLEWARES: the last error is not a download error"
+            else:
+                check = f"check API_BASE_URL ({self.config.api_base_url}){proxies} and that the API is reachable"
+            return f"{seen}: {count} ids in a row ended with no answer (last: {last} for {streak.url}); {check}"
         return (f"{count} answers were HTTP 404 with no product in between, which the API's usual "
                 f"share of missing ids cannot explain; check API_BASE_URL ({self.config.api_base_url}): "
                 f"one URL requested was {streak.url} (if the range really has a gap this long, raise GUARD_404_STREAK)")

@@ -10,3 +10,8 @@ outcomes_committed = object()
 #: A 200 whose body is not a product (sent by the spider, on that path only).
 #: Arguments: ``request``, ``error`` (``payload.BadResponse``: ``reason``, ``detail``, ``keys``).
 bad_response = object()
+
+#: An id given up with no HTTP answer at all: a download error once its retries
+#: are used up, or an error that is not retried (sent by the spider's errback).
+#: Arguments: ``request``, ``error`` (the exception).
+no_answer = object()

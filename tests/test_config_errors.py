@@ -51,6 +51,7 @@ BAD = [
     ({"PRODUCT_FIELDS": "product_id:data.sku"}, (), {}, ["PRODUCT_FIELDS", "not column=path"]),
     ({}, (), {"PRODUCT_FIELDS": "name=a,name=b"}, ["PRODUCT_FIELDS", "'name=a,name=b'", "named twice"]),
     ({"GUARD_404_STREAK": "-1"}, (), {}, ["GUARD_404_STREAK", "'-1'", "at least 0"]),
+    ({}, (), {"GUARD_NO_ANSWERS": "-1"}, ["GUARD_NO_ANSWERS", "'-1'", "at least 0"]),
     # A component's own setting, read by the start-up checks too.
     ({"RATE_LIMIT_ENABLED": "maybe"}, (), {}, ["RATE_LIMIT_ENABLED", "'maybe'", "not a boolean"]),
     # Refused before the download handler exists: refused by the rate limit's

@@ -1,11 +1,12 @@
 """A crawl failing wholesale stops itself within seconds, exits 3, and records and removes nothing.
 
-Each case starts from a finished pass (ids 1..EARLIER: crawled once for the module,
-each test's database a copy of it), then runs the broken configuration over
-the default range (1..50,000) and checks: the exit code, the
+The cases of a wrong answer start from a finished pass (ids 1..EARLIER: crawled once for the module,
+each test's database a copy of it), then run the broken configuration over
+the default range (1..50,000) and check: the exit code, the
 one ERROR line, the time to stop (the simulator's arrival record and the log's
 timestamps), that no row of either table changed, and that the pass is left
-to resume.
+to resume. The cases of no answer at all run a short range against an address
+where nothing listens.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ EARLIER = 200
 #: Seconds a tripped crawl may keep sending (thresholds are reached within a
 #: second at 500/s; the rest is slack for a loaded machine). The whole range takes 100 s.
 STOP_WITHIN = 5.0
+#: An API address where nothing listens (the discard port, not served here): every connection is refused.
+UNREACHABLE = "http://127.0.0.1:9/v1"
+#: Quick retries: an id of an unreachable API is given up within a second.
+QUICK_RETRIES = {"MAX_RETRIES": 2, "RETRY_BACKOFF_BASE": 0.1, "RETRY_BACKOFF_MAX": 0.2}
 
 
 @pytest.fixture(scope="module")
@@ -205,3 +210,82 @@ def test_a_shared_pass_stopped_by_the_guard_is_resumed_with_nothing_lost(clean_s
                                                     "WHERE outcome = 'missing'")}
     assert stored == {i for i in range(1, end + 1) if not catalog.is_missing(i)}
     assert missing == {i for i in range(1, end + 1) if catalog.is_missing(i)}
+
+
+def assert_every_id_has_its_outcome(mysql_url: str, end: int) -> None:
+    stored = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products")}
+    failures = dict(mysql_query(mysql_url, "SELECT product_id, outcome FROM crawl_failures"))
+    assert stored == {i for i in range(1, end + 1) if not catalog.is_missing(i)}
+    assert failures == {i: "missing" for i in range(1, end + 1) if catalog.is_missing(i)}
+
+
+# Default retries wait 0.5-4 s between attempts, every id at once: nothing is in flight meanwhile.
+@pytest.mark.parametrize("retries", [QUICK_RETRIES, {}], ids=["quick_retries", "default_retries"])
+def test_an_api_that_never_answers_stops_the_crawl_and_the_next_run_completes_the_pass(clean_simulator, mysql_url,
+                                                                                       retries):
+    end = 300
+    settings = {"DATABASE_URL": mysql_url, **retries}
+    result = run_crawl("-a", "start_id=1", "-a", f"end_id={end}", settings={**settings, "API_BASE_URL": UNREACHABLE})
+    assert result.returncode == EXIT_CODE, result.stderr[-3000:]
+    errors = log_lines(result.stderr, "ERROR")
+    assert len(errors) == 1, errors
+    for words in ("[productcrawler.extensions.guard] ERROR: Stopping the crawl: the API did not answer: "
+                  "20 ids in a row ended with no answer (last: DownloadConnectionRefusedError: ",
+                  f" for {UNREACHABLE}/product/", f"check API_BASE_URL ({UNREACHABLE}) and that the API is reachable",
+                  "Nothing was recorded for these ids"):
+        assert words in errors[0], (words, errors[0])
+    assert "Finished (guard_no_answers)" in result.stderr
+    assert "0 stored, 0 missing, 0 failed in this run" in result.stderr
+    stopped = log_time(result.stderr, "Stopping the crawl") - log_time(result.stderr, "Starting pass")
+    assert stopped.total_seconds() <= STOP_WITHIN + (7 if not retries else 0)  # backoff: at most 1 + 2 + 4 s an id
+    # No id recorded failed: the pass is left to resume.
+    assert table(mysql_url, "crawl_failures") == [] and table(mysql_url, "products") == []
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_passes WHERE finished_at IS NULL") == [(1,)]
+
+    # With the API reachable, the next run resumes the pass and gives every id its outcome.
+    again = run_crawl("-a", "start_id=1", "-a", f"end_id={end}",
+                      settings={**settings, "API_BASE_URL": clean_simulator.base_url})
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Resuming pass 1 over ids 1..300: 0 of 300 already done" in again.stderr
+    assert "Finished (finished)" in again.stderr
+    assert_every_id_has_its_outcome(mysql_url, end)
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_passes WHERE finished_at IS NOT NULL") == [(1,)]
+
+
+def test_ids_without_an_answer_among_products_do_not_stop_the_crawl(clean_simulator, mysql_url, tmp_path):
+    end, every = 3000, 150
+    hanging = range(every, end + 1, every)  # 20 ids that never get an answer: four times the threshold
+    settings = {"API_BASE_URL": clean_simulator.base_url, "GUARD_NO_ANSWERS": 5, "API_TIMEOUT": 0.3,
+                "MAX_RETRIES": 1, "RETRY_BACKOFF_BASE": 0.1, "RETRY_BACKOFF_MAX": 0.2}
+    clean_simulator.set_faults([f"hang=%{every}@*"])
+    result = run_crawl("-a", "start_id=1", "-a", f"end_id={end}", settings={**settings, "DATABASE_URL": mysql_url})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Finished (finished)" in result.stderr and not log_lines(result.stderr, "ERROR")
+    # The answers between them broke the streak: each is recorded failed.
+    assert mysql_query(mysql_url, "SELECT product_id, http_status, reason FROM crawl_failures "
+                                  "WHERE outcome = 'failed' ORDER BY product_id") == [
+        (product_id, None, "timeout") for product_id in hanging]
+    stored = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products")}
+    assert stored == {i for i in range(1, end + 1) if not catalog.is_missing(i)} - set(hanging)
+
+    # The same settings stop a crawl that nothing answers.
+    clean_simulator.set_faults([f"hang=1-{end}@*"])
+    stopped = run_crawl("-a", "start_id=1", "-a", f"end_id={end}",
+                        settings={**settings, "DATABASE_URL": f"sqlite:///{tmp_path}/stopped.db"})
+    assert stopped.returncode == EXIT_CODE, stopped.stderr[-3000:]
+    assert "5 ids in a row ended with no answer (last: DownloadTimeoutError: " in stopped.stderr
+
+
+def test_guard_no_answers_0_turns_that_check_off(mysql_url, tmp_path):
+    command = ("-a", "start_id=1", "-a", "end_id=300")
+    settings = {"API_BASE_URL": UNREACHABLE, **QUICK_RETRIES}
+    off = run_crawl(*command, settings={**settings, "DATABASE_URL": mysql_url, "GUARD_NO_ANSWERS": 0})
+    assert off.returncode == 0, off.stderr[-3000:]
+    assert "Finished (finished)" in off.stderr and "0 stored, 0 missing, 300 failed in this run" in off.stderr
+    assert mysql_query(mysql_url, "SELECT outcome, reason, COUNT(*) FROM crawl_failures GROUP BY outcome, reason") == [
+        ("failed", "connection_refused", 300)]
+    # Only that setting tells this crawl from one the guard stops.
+    on = run_crawl(*command, settings={**settings, "DATABASE_URL": f"sqlite:///{tmp_path}/on.db",
+                                       "GUARD_NO_ANSWERS": 20})
+    assert on.returncode == EXIT_CODE, on.stderr[-3000:]
+    assert "Finished (guard_no_answers)" in on.stderr

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from scrapy import Request, Spider
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DownloadConnectionRefusedError, DropItem, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred, succeed
 
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError
-from productcrawler.extensions.guard import WholesaleFailureGuard
+from productcrawler.extensions.guard import RETRY_DUE_SLACK, WholesaleFailureGuard
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
 from productcrawler.payload import BadResponse
 
@@ -31,6 +32,7 @@ class StubEngine:
 
     def __init__(self) -> None:
         self.closed: list[str] = []
+        self.downloader = SimpleNamespace(active=set())  # nothing in flight
 
     def close_spider_async(self, *, reason: str) -> Deferred[None]:
         # Recorded at the call: the guard hands the result to deferred_from_coro,
@@ -57,6 +59,37 @@ def product(guard: WholesaleFailureGuard, product_id: int = 1) -> None:
     coroutine = guard.process_item(item)
     with pytest.raises(StopIteration):
         coroutine.send(None)
+
+
+class Outcome:
+    """A failure at the guard's pipeline stage: written at once, held, or dropped."""
+
+    def __init__(self, guard: WholesaleFailureGuard, item: FailureItem) -> None:
+        self.coroutine = guard.process_item(item)
+        self.state = self._step()
+
+    def _step(self) -> str:
+        try:
+            self.waiting = self.coroutine.send(None)  # the held outcome's future
+        except StopIteration:
+            return "written"
+        except DropItem:
+            return "dropped"
+        return "held"
+
+    def settled(self) -> str:
+        """``held`` while the guard holds it, then what became of it."""
+        if self.state == "held" and self.waiting.done():
+            self.state = self._step()
+        return self.state
+
+
+def no_answer(guard: WholesaleFailureGuard, product_id: int = 1,
+              error: BaseException | None = None) -> Outcome:
+    """An id given up without an answer: the spider's signal, then its failure at the pipeline stage."""
+    error = error if error is not None else DownloadConnectionRefusedError("Connection refused")
+    guard.no_answer(Request(URL.format(product_id)), error)
+    return Outcome(guard, FailureItem(product_id, FAILED, None, "connection_refused", 3))
 
 
 def test_one_guard_serves_as_extension_and_pipeline_stage() -> None:
@@ -113,6 +146,82 @@ def test_a_threshold_of_zero_turns_that_check_off() -> None:
     assert guard.tripped is None
 
 
+def test_ids_without_an_answer_are_held_trip_at_the_threshold_and_any_answer_breaks_them(caplog) -> None:
+    guard = make_guard(GUARD_NO_ANSWERS=4, API_BASE_URL="http://api.test/v1")
+    first = [no_answer(guard, product_id) for product_id in (1, 2, 3)]
+    assert [outcome.settled() for outcome in first] == ["held"] * 3
+    answer(guard, 503)  # an error, but an answer: the API is reachable
+    assert [outcome.settled() for outcome in first] == ["written"] * 3
+    second = [no_answer(guard, product_id) for product_id in (4, 5, 6)]
+    assert guard.tripped is None
+    with caplog.at_level(logging.ERROR):
+        second.append(no_answer(guard, 77, TypeError("a broken download handler")))
+    assert guard.tripped == "no_answer"
+    assert [outcome.settled() for outcome in second] == ["dropped"] * 4  # the ids stay pending
+    assert guard.stats.get_value(stat_keys.EXIT_REASON) == "guard_no_answers"
+    assert guard.crawler.engine.closed == ["guard_no_answers"]
+    [record] = caplog.records
+    assert ("the API did not answer: 4 ids in a row ended with no answer (last: TypeError: a broken download "
+            "handler for http://api.test/v1/product/77); check DOWNLOAD_HANDLERS and DOWNLOADER_MIDDLEWARES: "
+            "the last error is not a download error") in record.message
+    assert "\n" not in record.message
+
+
+def test_an_api_that_stops_answering_mid_crawl_and_proxies_are_named(caplog) -> None:
+    guard = make_guard(GUARD_NO_ANSWERS=2, PROXY_URLS="http://proxy.test:3128", API_BASE_URL="http://api.test/v1")
+    product(guard)
+    no_answer(guard, 1)
+    # The proxy's own answer (re-sent through another proxy) says nothing of the API.
+    request = Request(URL.format(2), meta={"proxy_index": 0})
+    guard.response_downloaded(Response(request.url, status=407, request=request), request)
+    assert guard.tripped is None
+    with caplog.at_level(logging.ERROR):
+        no_answer(guard, 3)
+    assert guard.tripped == "no_answer"
+    [record] = caplog.records
+    assert "the API stopped answering after 1 products in this run: 2 ids in a row" in record.message
+    assert ("(last: DownloadConnectionRefusedError: Connection refused for http://api.test/v1/product/3); "
+            "check API_BASE_URL (http://api.test/v1), PROXY_URLS and that the API is reachable") in record.message
+
+
+def test_with_nothing_in_flight_held_no_answers_wait_for_the_retries_that_decide_them(monkeypatch) -> None:
+    # While the API is down every id waits for a retry between attempts, off the
+    # downloader: writing what is held then would record the ids the guard must not.
+    now = [1000.0]
+    monkeypatch.setattr("productcrawler.extensions.guard.monotonic", lambda: now[0])
+    guard = make_guard()
+    guard.crawler.crawling = True
+    answer(guard, 404, 3)
+    missing = Outcome(guard, FailureItem(3, MISSING, 404, "not_found", 1))
+    held = [no_answer(guard, product_id) for product_id in (1, 2)]
+    guard.request_scheduled(Request(URL.format(4), meta={"retry_times": 1, "retry_delay": 4.0}))
+    guard._release_if_idle()
+    assert missing.settled() == "written"  # the other streaks' rule: nothing in flight, written
+    assert [outcome.settled() for outcome in held] == ["held"] * 2  # id 4's retry will decide them
+    now[0] += 4.0 + RETRY_DUE_SLACK
+    guard._release_if_idle()
+    assert [outcome.settled() for outcome in held] == ["written"] * 2  # the range ended on them
+
+
+def test_no_answer_neither_grows_nor_breaks_the_other_streaks() -> None:
+    guard = make_guard(GUARD_AUTH_FAILURES=3, GUARD_NO_ANSWERS=3)
+    for _ in range(2):
+        no_answer(guard)
+        no_answer(guard)
+        answer(guard, 401)  # an answer: breaks the no-answer streak, grows the auth one
+    assert guard.tripped is None
+    no_answer(guard)
+    answer(guard, 401)
+    assert guard.tripped == "auth"
+
+
+def test_guard_no_answers_0_turns_that_check_off() -> None:
+    guard = make_guard(GUARD_NO_ANSWERS=0)
+    outcomes = [no_answer(guard, product_id) for product_id in range(1, 2000)]
+    assert guard.tripped is None
+    assert {outcome.settled() for outcome in outcomes} == {"written"}
+
+
 @pytest.mark.parametrize(("item", "streak"), [
     (FailureItem(1, MISSING, 404, "not_found", 1), "not_found"),
     (FailureItem(1, FAILED, 401, "http_401", 1), "auth"),
@@ -123,6 +232,10 @@ def test_a_threshold_of_zero_turns_that_check_off() -> None:
     (FailureItem(1, FAILED, 200, "bad_response/html", 4), None),
     (FailureItem(1, FAILED, 503, "http_503", 4), None),
     (FailureItem(1, FAILED, 400, "http_400", 1), None),
+    (FailureItem(1, FAILED, None, "connection_refused", 4), "no_answer"),
+    (FailureItem(1, FAILED, None, "timeout", 4), "no_answer"),
+    (FailureItem(1, FAILED, None, "TypeError: a broken handler", 1), "no_answer"),
+    (FailureItem(1, FAILED, 200, "parse_error: KeyError: 'x'", 1), None),
 ])
 def test_which_outcomes_a_streak_holds_back(item: FailureItem, streak: str | None) -> None:
     held = make_guard()._streak_of(item)

@@ -13,8 +13,10 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
+from productcrawler import signals as signals_
 from productcrawler import stat_keys
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
+from productcrawler.proxies import META_ABANDONED
 from productcrawler.retry.policy import RetryPolicy
 from productcrawler.spiders.products import ProductsSpider
 from simulator import catalog
@@ -104,6 +106,18 @@ def test_a_download_error_after_its_retries_is_failed_with_a_short_reason() -> N
 def test_an_unexpected_error_is_failed_with_its_type_and_message() -> None:
     assert make_spider().on_error(failure_of(IgnoreRequest("no token"))) == [
         FailureItem(7, FAILED, None, "IgnoreRequest: no token", 1)]
+
+
+@pytest.mark.parametrize("error", [DownloadTimeoutError("slow"), TypeError("a broken download handler")])
+def test_an_id_given_up_without_an_answer_is_signalled_to_the_guard(error: Exception) -> None:
+    spider = make_spider()
+    signalled: list[tuple[str, Exception]] = []
+    spider.crawler.signals.connect(lambda request, error: signalled.append((request.url, error)),
+                                   signal=signals_.no_answer, weak=False)
+    spider.on_error(failure_of(error, retry_times=2))
+    spider.on_error(failure_of(IgnoreRequest("no proxy"), **{META_ABANDONED: True}))  # stays pending
+    spider.parse(answer(503, retry_times=2))
+    assert signalled == [(URL, error)]
 
 
 def test_a_request_without_product_id_is_parsed_by_its_url() -> None:

@@ -118,6 +118,7 @@ class CrawlConfig:
     guard_auth_failures: int
     guard_not_products: int
     guard_404_streak: int
+    guard_no_answers: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,
@@ -191,6 +192,7 @@ class CrawlConfig:
             guard_auth_failures=number("GUARD_AUTH_FAILURES", get("GUARD_AUTH_FAILURES"), int, minimum=0),
             guard_not_products=number("GUARD_NOT_PRODUCTS", get("GUARD_NOT_PRODUCTS"), int, minimum=0),
             guard_404_streak=number("GUARD_404_STREAK", get("GUARD_404_STREAK"), int, minimum=0),
+            guard_no_answers=number("GUARD_NO_ANSWERS", get("GUARD_NO_ANSWERS"), int, minimum=0),
         )
 
     def __repr__(self) -> str:

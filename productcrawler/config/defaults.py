@@ -40,11 +40,12 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_LINGER": 0.0,
     # Where the product is in the API's answer (payload.py); None: the default rules.
     "PRODUCT_FIELDS": None,
-    # The wholesale-failure guard (extensions/guard.py): answers in a row that
-    # stop the crawl; 0 turns that check off.
+    # The wholesale-failure guard (extensions/guard.py): answers in a row (or
+    # ids without any answer) that stop the crawl; 0 turns that check off.
     "GUARD_AUTH_FAILURES": 20,
     "GUARD_NOT_PRODUCTS": 20,
     "GUARD_404_STREAK": 500,
+    "GUARD_NO_ANSWERS": 20,
     # The proxy pool (productcrawler/proxies/config.py reads and checks these).
     "PROXY_URLS": None,
     "PROXY_SCORE_SUCCESS": 5.0,

@@ -1,6 +1,6 @@
-"""Stop a crawl whose answers say the configuration is wrong, before it records anything.
+"""Stop a crawl whose answers (or their absence) say the configuration is wrong, before it records anything.
 
-The guard follows three streaks of answers, each with a threshold (0 turns it off):
+The guard follows four streaks, each with a threshold (0 turns it off):
 
 ==============  ===================================  ====================  =====================
 streak          grows with each                      broken by             the message names
@@ -11,11 +11,14 @@ not a product   200 that is not a product            a product             the k
                 ``error_envelope``)
 404             404                                  a product             ``API_BASE_URL`` and
                                                                            one URL requested
+no answer       id given up with no HTTP answer      any HTTP answer       ``API_BASE_URL`` (and
+                (a download error after its          (any status)          ``PROXY_URLS``), the
+                retries, or one never retried)                             last error and URL
 ==============  ===================================  ====================  =====================
 
-The outcomes an open streak would produce (``failed`` for 401/403 or a
-non-product, ``missing`` for a 404 — which also removes the id's product row)
-are held back here, before the storage pipeline. A broken streak lets them
+The outcomes an open streak would produce (``failed`` for 401/403, a
+non-product or no answer, ``missing`` for a 404 — which also removes the id's
+product row) are held back here, before the storage pipeline. A broken streak lets them
 through; a streak that reaches its threshold trips the guard: the crawl stops
 (exit code 3), one ERROR line says what was seen and what to check, and every
 held outcome is dropped, so those ids stay pending and the next run resumes
@@ -27,6 +30,14 @@ while the answers are not products either.
 A 403 through a proxy that the proxy middleware re-sends through another
 proxy (productcrawler/proxies/middleware.py) is not counted: it may be the
 proxy's (a blocked exit IP), and the re-send's answer is the one that counts.
+For the same reason such an answer (a 407, a gateway's 502 or 504) does not
+break the no-answer streak. That streak counts ids, not attempts: a proxy's
+own connection failure is re-sent through another proxy without using the
+id's retries and never becomes an outcome, so only what fails through the
+proxies as well (timeouts, connections cut) counts. No answer says nothing of
+the key, the path or the fields: it neither grows nor breaks the other streaks.
+When its last error is not a download error (a TypeError of a broken handler
+or middleware) the message names those components instead.
 
 The proxy middleware stops the crawl through :meth:`stop_for` when every
 proxy rests after a 407 and none ever answered anything else (wrong
@@ -35,7 +46,10 @@ credentials in ``PROXY_URLS``), rather than waiting for them forever.
 When nothing is in flight and a streak is still open (the range ended on it,
 or every other id waits for a retry) there are too few answers to tell a wrong
 configuration from ids that really are missing or forbidden: the held
-outcomes are written. After an operator's stop they are dropped instead.
+outcomes are written. The no-answer streak also waits for every retry
+scheduled so far to be due (and sent): while the API is down every id waits
+for a retry between attempts, and those retries are what decide the streak.
+After an operator's stop held outcomes are dropped instead.
 
 One instance serves as the extension (it watches answers) and as the item
 pipeline stage (it holds outcomes): ``from_crawler`` returns the crawler's one
@@ -45,6 +59,7 @@ guard to both.
 from __future__ import annotations
 
 import logging
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -57,6 +72,8 @@ from productcrawler import signals as our_signals
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig, crawl_config
 from productcrawler.items import MISSING, FailureItem, ProductItem
+from productcrawler.retry.middleware import known_reason
+from productcrawler.retry.policy import RETRY_DELAY_META
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -69,16 +86,18 @@ logger = logging.getLogger(__name__)
 
 #: The exit code of a crawl the guard stopped (README, "Exit codes").
 EXIT_CODE = 3
-AUTH, NOT_PRODUCT, NOT_FOUND = "auth", "not_product", "not_found"
+AUTH, NOT_PRODUCT, NOT_FOUND, NO_ANSWER = "auth", "not_product", "not_found", "no_answer"
 PROXY_AUTH = "proxy_auth"  # tripped by the proxy middleware: stop_for(), not a streak
 #: Finish reasons of a tripped guard, by streak.
 REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak",
-           PROXY_AUTH: "guard_proxy_auth_failures"}
+           NO_ANSWER: "guard_no_answers", PROXY_AUTH: "guard_proxy_auth_failures"}
 NOT_PRODUCT_REASONS = frozenset({"not_a_product", "error_envelope", "id_mismatch"})
 _AUTH_STATUSES = frozenset({401, 403})
 _BAD_RESPONSE_PREFIX = "bad_response/"
 #: Seconds between looks at whether held outcomes wait for answers that won't come.
 IDLE_CHECK_INTERVAL = 0.5
+#: Seconds a retry may take, once due, to be handed out by the pass again and sent.
+RETRY_DUE_SLACK = 1.0
 _ATTRIBUTE = "_productcrawler_guard"
 
 
@@ -91,7 +110,7 @@ class _Streak:
         self.length = 0
         self.held: list[Deferred[None]] = []
         self.url = ""  # the last URL of the streak
-        self.last: Any = None  # its last status, or the BadResponse
+        self.last: Any = None  # its last status, BadResponse or exception
 
 
 class WholesaleFailureGuard:
@@ -102,9 +121,11 @@ class WholesaleFailureGuard:
         self._auth = _Streak(AUTH, config.guard_auth_failures)
         self._not_product = _Streak(NOT_PRODUCT, config.guard_not_products)
         self._not_found = _Streak(NOT_FOUND, config.guard_404_streak)
-        self._streaks = (self._auth, self._not_product, self._not_found)
+        self._no_answer = _Streak(NO_ANSWER, config.guard_no_answers)
+        self._streaks = (self._auth, self._not_product, self._not_found, self._no_answer)
         self.tripped: str | None = None
         self._products = 0  # products seen in this run (a healthy start, for the message)
+        self._retries_due = 0.0  # monotonic time by which every retry scheduled so far is due
         self._idle_check = LoopingCall(self._release_if_idle)
 
     @classmethod
@@ -117,6 +138,8 @@ class WholesaleFailureGuard:
         guard = cls(crawler, crawl_config(crawler))
         crawler.signals.connect(guard.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(guard.bad_response, signal=our_signals.bad_response)
+        crawler.signals.connect(guard.no_answer, signal=our_signals.no_answer)
+        crawler.signals.connect(guard.request_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(guard.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(guard.spider_closed, signal=signals.spider_closed)
         setattr(crawler, _ATTRIBUTE, guard)
@@ -131,6 +154,8 @@ class WholesaleFailureGuard:
 
     def response_downloaded(self, response: Response, request: Request) -> None:
         status = response.status
+        if self._no_answer.length and not _resent_through_another_proxy(request, status):
+            self._release(self._no_answer, reset=True)  # the API answered: it is reachable
         if status < 300:
             if self._auth.length:
                 self._release(self._auth, reset=True)
@@ -139,16 +164,22 @@ class WholesaleFailureGuard:
                 self._release(self._auth, reset=True)
             self._grow(self._not_found, request.url, status)
         elif status in _AUTH_STATUSES:
-            # Imported here: the proxy middleware imports this module (its proxy-auth stop).
-            from productcrawler.proxies.middleware import resent_through_another_proxy
-
             # A blocked proxy's 403 says nothing about API_KEY; the re-send through another proxy will.
-            if not resent_through_another_proxy(request, status):
+            if not _resent_through_another_proxy(request, status):
                 self._grow(self._auth, request.url, status)
 
     def bad_response(self, request: Request, error: BadResponse) -> None:
         if error.reason in NOT_PRODUCT_REASONS:
             self._grow(self._not_product, request.url, error)
+
+    def no_answer(self, request: Request, error: BaseException) -> None:
+        self._grow(self._no_answer, request.url, error)
+
+    def request_scheduled(self, request: Request) -> None:
+        # Only what the engine schedules (retries and re-sends), not every request the pass hands out.
+        delay = request.meta.get(RETRY_DELAY_META)
+        if delay is not None:
+            self._retries_due = max(self._retries_due, monotonic() + delay)
 
     def _grow(self, streak: _Streak, url: str, last: Any) -> None:
         if self.tripped is not None or not streak.limit:
@@ -188,6 +219,8 @@ class WholesaleFailureGuard:
             return None
         if item.outcome == MISSING:
             return self._not_found
+        if item.http_status is None:  # no HTTP answer: the spider's errback
+            return self._no_answer
         if item.http_status in _AUTH_STATUSES:
             return self._auth
         reason = item.reason
@@ -225,8 +258,10 @@ class WholesaleFailureGuard:
         if not self.crawler.crawling:  # an operator's stop: the next run fetches them again
             self._drop_all("the crawl was stopped")
             return
+        retries_pending = monotonic() < self._retries_due + RETRY_DUE_SLACK
         for streak in self._streaks:
-            self._release(streak, reset=False)
+            if not (streak is self._no_answer and retries_pending):
+                self._release(streak, reset=False)
 
     # -- tripping ----------------------------------------------------------------
 
@@ -262,9 +297,27 @@ class WholesaleFailureGuard:
             return (f"{count} answers in a row were 200s without a product (last: {error}; keys found: "
                     f"{keys}; URL {streak.url}); check PRODUCT_FIELDS "
                     f"({self.config.product_fields.describe()}) against one answer of the API")
+        if streak.kind == NO_ANSWER:
+            error = streak.last
+            last = f"{type(error).__name__}: {error}".strip().rstrip(":")
+            proxies = ", PROXY_URLS" if self.crawler.settings.get("PROXY_URLS") else ""
+            seen = (f"the API stopped answering after {self._products} products in this run"
+                    if self._products else "the API did not answer")
+            if known_reason(error) is None:  # not a download error: raised by one of our components
+                check = "check DOWNLOAD_HANDLERS and DOWNLOADER_MIDDLEWARES: the last error is not a download error"
+            else:
+                check = f"check API_BASE_URL ({self.config.api_base_url}){proxies} and that the API is reachable"
+            return f"{seen}: {count} ids in a row ended with no answer (last: {last} for {streak.url}); {check}"
         return (f"{count} answers were HTTP 404 with no product in between, which the API's usual "
                 f"share of missing ids cannot explain; check API_BASE_URL ({self.config.api_base_url}): "
                 f"one URL requested was {streak.url} (if the range really has a gap this long, raise GUARD_404_STREAK)")
+
+
+def _resent_through_another_proxy(request: Request, status: int) -> bool:
+    # Imported here: the proxy middleware imports this module (its proxy-auth stop).
+    from productcrawler.proxies.middleware import resent_through_another_proxy
+
+    return resent_through_another_proxy(request, status)
 
 
 def _enabled(crawler: Crawler) -> bool:

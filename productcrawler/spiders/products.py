@@ -138,6 +138,8 @@ class ProductsSpider(Spider):
         error = failure.value
         if request.meta.get(META_ABANDONED):
             return []  # given up by the proxy pool on an operator's stop: the id stays pending
+        # The wholesale-failure guard counts ids that never got an answer (extensions/guard.py).
+        self.crawler.signals.send_catch_log(signals_.no_answer, request=request, error=error)
         if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it
             return [self.retry_policy.give_up(request, reason=exception_reason(error), http_status=None)]
         detail = f"{type(error).__name__}: {error}".strip().rstrip(":")

@@ -108,8 +108,10 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         url: str | yarl.URL = yarl.URL(request.url, encoded=True) if meta.get("verbatim_url") else request.url
         started = time.monotonic()
         try:
+            # data is the body even when empty, as Scrapy passes it: aiohttp then sends
+            # "Content-Length: 0" with a GET too (with None it sends none), so the API sees the same request.
             async with self._session.request(
-                request.method, url, data=request.body or None, headers=self._headers_to_send(request),
+                request.method, url, data=request.body, headers=self._headers_to_send(request),
                 timeout=self._timeout(timeout), ssl=self._ssl_context, allow_redirects=False,
                 proxy=self._extract_proxy_url_with_creds(request),
             ) as response:

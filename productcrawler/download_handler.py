@@ -20,6 +20,9 @@ It differs only in how a response is read:
   whole download goes through Scrapy's own code, so ``StopDownload`` works as
   documented; the same for ``bindaddress`` meta and TLS debug logging;
 - the request's headers go to aiohttp as they are, without a copy;
+- the response's headers are the bytes received (Scrapy's handler re-encodes
+  aiohttp's decoded strings, and raises ``UnicodeEncodeError`` on a header
+  value that is not UTF-8, where this one returns the response);
 - timeouts, IP addresses and response classes are computed once per distinct
   value and kept.
 

@@ -1,6 +1,6 @@
 """Scrapy's own aiohttp handler tests, run against our lean handler and Scrapy's. By hand, like the benchmarks.
 
-Usage (from the repository root; about 5 minutes the first time, most of it making the virtualenvs)::
+Usage (from the repository root; 2-3 minutes, most of it making the virtualenvs; about 1 with --workdir again)::
 
     .venv/bin/python bench/scrapy_handler_tests.py [--workdir /tmp/handler-tests]
 

@@ -20,6 +20,9 @@ It differs only in how a response is read:
   whole download goes through Scrapy's own code, so ``StopDownload`` works as
   documented; the same for ``bindaddress`` meta and TLS debug logging;
 - the request's headers go to aiohttp as they are, without a copy;
+- the response's headers are the bytes received (Scrapy's handler re-encodes
+  aiohttp's decoded strings, and raises ``UnicodeEncodeError`` on a header
+  value that is not UTF-8, where this one returns the response);
 - timeouts, IP addresses and response classes are computed once per distinct
   value and kept.
 
@@ -108,8 +111,10 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         url: str | yarl.URL = yarl.URL(request.url, encoded=True) if meta.get("verbatim_url") else request.url
         started = time.monotonic()
         try:
+            # data is the body even when empty, as Scrapy passes it: aiohttp then sends
+            # "Content-Length: 0" with a GET too (with None it sends none), so the API sees the same request.
             async with self._session.request(
-                request.method, url, data=request.body or None, headers=self._headers_to_send(request),
+                request.method, url, data=request.body, headers=self._headers_to_send(request),
                 timeout=self._timeout(timeout), ssl=self._ssl_context, allow_redirects=False,
                 proxy=self._extract_proxy_url_with_creds(request),
             ) as response:

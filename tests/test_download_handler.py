@@ -1,0 +1,343 @@
+"""LeanAiohttpDownloadHandler beside Scrapy's AiohttpDownloadHandler: the same answers from a local server.
+
+Each test downloads the same request with Scrapy's handler (the reference) and
+with ours, each built from a real crawler, on the crawl's reactor loop, from an
+aiohttp.web server on that loop (port 0), and asserts that both give the same
+outcome and that the outcome is the documented one. Scrapy's own test suite
+run against our handler is bench/scrapy_handler_tests.py (by hand: it needs
+Scrapy's sdist).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from aiohttp import web
+from scrapy import Request, signals
+from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler
+from scrapy.exceptions import (
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadTimeoutError,
+    ResponseDataLossError,
+    StopDownload,
+)
+from scrapy.http import HtmlResponse, JsonResponse, Response, TextResponse
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.test import get_crawler
+from w3lib.http import basic_auth_header
+
+from productcrawler import settings as project_settings
+from productcrawler.download_handler import LeanAiohttpDownloadHandler
+from tests.helpers import on_reactor_loop
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+SCRAPY, OURS = AiohttpDownloadHandler, LeanAiohttpDownloadHandler
+PRODUCT = {"id": 7, "name": "Café crème", "price": 12.5}
+BIG = b"x" * 2000
+CHUNK, CHUNKS = b"y" * 500, 4
+PARTIAL, DECLARED = b"z" * 400, 1000
+
+
+class Server:
+    """An aiohttp.web server on the reactor loop: the API, a proxy, and every request it received."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        self.runner = web.AppRunner(app, handle_signals=False, access_log=None)
+
+    async def start(self) -> None:
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.received.append({"method": request.method, "target": request.raw_path, "host": request.host,
+                              "headers": list(request.raw_headers), "body": await request.read()})
+        path = request.path
+        if path == "/json":
+            return web.json_response(PRODUCT, headers=[("X-Twice", "1"), ("X-Twice", "2")])
+        if path == "/missing":
+            return web.json_response({"error": "not found"}, status=404)
+        if path == "/html":
+            return web.Response(text="<html><body>7</body></html>", content_type="text/html")
+        if path == "/delay":
+            await asyncio.sleep(0.3)
+            return web.Response(text="late")
+        if path == "/hang":
+            await asyncio.sleep(3)
+            return web.Response(text="too late")
+        if path == "/big":
+            return web.Response(body=BIG)  # application/octet-stream, but text: a TextResponse
+        if path == "/binary":
+            return web.Response(body=bytes(range(256)))
+        if path == "/stream":  # chunked: no Content-Length
+            response = web.StreamResponse()
+            await response.prepare(request)
+            for _ in range(CHUNKS):
+                await response.write(CHUNK)
+                await asyncio.sleep(0.01)
+            await response.write_eof()
+            return response
+        if path == "/truncated":  # promises DECLARED bytes, sends PARTIAL and hangs up
+            response = web.StreamResponse(headers={"Content-Length": str(DECLARED)})
+            await response.prepare(request)
+            await response.write(PARTIAL)
+            await asyncio.sleep(0.01)
+            assert request.transport is not None
+            request.transport.close()
+            raise asyncio.CancelledError
+        return web.Response(text="ok")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    running = Server()
+    on_reactor_loop(running.start())
+    yield running
+    on_reactor_loop(running.runner.cleanup())
+
+
+@pytest.fixture
+def fresh(server: Server) -> Server:
+    server.received.clear()
+    return server
+
+
+async def _download(handler_cls: type[AiohttpDownloadHandler], requests: list[Request], settings: dict[str, Any],
+                    receivers: dict[object, Callable[..., Any]]) -> list[Response | Exception]:
+    """Each request's outcome, one after the other, with one handler."""
+    crawler = get_crawler(settings_dict={"DOWNLOAD_MAXSIZE": project_settings.DOWNLOAD_MAXSIZE,
+                                         "DOWNLOAD_WARNSIZE": project_settings.DOWNLOAD_WARNSIZE, **settings})
+    for signal, receiver in receivers.items():
+        crawler.signals.connect(receiver, signal=signal)
+    handler = build_from_crawler(handler_cls, crawler)
+    outcomes: list[Response | Exception] = []
+    try:
+        for request in requests:
+            try:
+                outcomes.append(await handler.download_request(request))
+            except Exception as error:  # noqa: BLE001 - the outcome under comparison
+                outcomes.append(error)
+    finally:
+        await handler.close()
+    return outcomes
+
+
+def both(make_request: Callable[[], Request], caplog: pytest.LogCaptureFixture | None = None,
+         receivers: dict[object, Callable[..., Any]] | None = None,
+         **settings: Any) -> tuple[tuple[Any, Request, list[str]], tuple[Any, Request, list[str]]]:
+    """(outcome, request, warnings logged) with Scrapy's handler, then the same with ours."""
+    results = []
+    for handler_cls in (SCRAPY, OURS):
+        request = make_request()
+        if caplog is not None:
+            caplog.clear()
+        (outcome,) = on_reactor_loop(_download(handler_cls, [request], settings, receivers or {}))
+        warnings = [] if caplog is None else [
+            record.getMessage() for record in caplog.records
+            if record.levelno >= logging.WARNING and not record.name.startswith("aiohttp")  # the server's
+            and "is experimental" not in record.getMessage()]
+        results.append((outcome, request, warnings))
+    return results[0], results[1]
+
+
+def normalized(message: str) -> str:
+    """A message without what differs between two runs: streamed sizes (how chunks arrive), object addresses."""
+    message = re.sub(r" object at 0x[0-9a-f]+", " object", message)  # aiohttp's repr of the SSL context
+    return re.sub(r"Received \d+ bytes", "Received N bytes", message)
+
+
+def summary(outcome: Response | Exception) -> tuple[Any, ...]:
+    """What a user of the handler sees; Date (the second it was sent) left out, messages normalized."""
+    if isinstance(outcome, Exception):
+        return type(outcome), normalized(str(outcome))
+    headers = [(name, values) for name, values in outcome.headers.items() if name != b"Date"]
+    return (type(outcome), outcome.url, outcome.status, headers, outcome.body, outcome.flags,
+            outcome.ip_address, outcome.protocol)
+
+
+def same(reference: Any, ours: Any) -> Any:
+    """Assert ours matches Scrapy's; return ours."""
+    assert summary(ours) == summary(reference)
+    return ours
+
+
+# --- responses ------------------------------------------------------------------
+
+
+def test_a_json_answer_is_the_same_response(fresh: Server) -> None:
+    (scrapy, _, _), (ours, _, _) = both(lambda: Request(fresh.url("/json")))
+    response = same(scrapy, ours)
+    assert type(response) is JsonResponse
+    assert (response.status, response.json()) == (200, PRODUCT)
+    assert response.headers.getlist("X-Twice") == [b"1", b"2"]
+    assert response.headers[b"Content-Type"] == b"application/json; charset=utf-8"
+    assert str(response.ip_address) == "127.0.0.1" and response.protocol == "HTTP/1.1"
+
+
+@pytest.mark.parametrize(("path", "status", "response_class"),
+                         [("/missing", 404, JsonResponse), ("/html", 200, HtmlResponse), ("/big", 200, TextResponse),
+                          ("/binary", 200, Response)])
+def test_status_and_response_class_are_scrapys(fresh: Server, path: str, status: int,
+                                               response_class: type[Response]) -> None:
+    (scrapy, _, _), (ours, _, _) = both(lambda: Request(fresh.url(path)))
+    response = same(scrapy, ours)
+    assert (type(response), response.status) == (response_class, status)
+
+
+def test_a_handler_picks_each_response_class_by_its_own_body(server: Server) -> None:
+    # Same headers (application/octet-stream), different bodies: the class is not one per Content-Type.
+    requests = [server.url(path) for path in ("/binary", "/big", "/binary", "/json", "/big")]
+    outcomes = [on_reactor_loop(_download(handler_cls, [Request(url) for url in requests], {}, {}))
+                for handler_cls in (SCRAPY, OURS)]
+    assert [type(response) for response in outcomes[1]] == [type(response) for response in outcomes[0]] == [
+        Response, TextResponse, Response, JsonResponse, TextResponse]
+
+
+def test_the_server_receives_the_same_requests(fresh: Server) -> None:
+    requests = [Request(fresh.url("/echo?id=7"), headers={"Accept": "application/json", "X-Api-Key": "k"}),
+                Request(fresh.url("/echo"), method="POST", body=b'{"id": 7}',
+                        headers={"Content-Type": "application/json"}),
+                Request(fresh.url("/echo"), method="HEAD")]
+    for request in requests:
+        fresh.received.clear()
+        both(request.copy)
+        scrapy_sent, sent = fresh.received
+        assert sent == scrapy_sent
+        assert (sent["method"], sent["body"]) == (request.method, request.body)
+        assert [(name, value) for name, value in sent["headers"] if name in request.headers] == [
+            (name, value) for name, values in request.headers.items() for value in values]
+
+
+def test_download_latency_is_set(fresh: Server) -> None:
+    (scrapy, scrapy_request, _), (ours, request, _) = both(lambda: Request(fresh.url("/delay")))
+    same(scrapy, ours)
+    assert 0.3 <= scrapy_request.meta["download_latency"] < 2
+    assert 0.3 <= request.meta["download_latency"] < 2
+
+
+# --- failures -------------------------------------------------------------------
+
+
+def test_download_timeout_raises_download_timeout_error(fresh: Server) -> None:
+    (scrapy, _, _), (ours, _, _) = both(lambda: Request(fresh.url("/hang"), meta={"download_timeout": 0.2}))
+    error = same(scrapy, ours)
+    assert isinstance(error, DownloadTimeoutError)
+    assert str(error) == f"Getting {fresh.url('/hang')} took longer than 0.2 seconds."
+
+
+def test_connection_refused_raises_download_connection_refused_error() -> None:
+    (scrapy, _, _), (ours, _, _) = both(lambda: Request("http://127.0.0.1:1/"))
+    assert isinstance(same(scrapy, ours), DownloadConnectionRefusedError)
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("/big", f"Expected to receive {len(BIG)} bytes which is larger than download max size (1000)"),
+    ("/stream", "Received N bytes which is larger than download max size (1000)"),
+], ids=["content-length", "streamed"])
+def test_past_maxsize_the_download_is_cancelled(fresh: Server, caplog: pytest.LogCaptureFixture, path: str,
+                                                expected: str) -> None:
+    (scrapy, _, scrapy_log), (ours, _, log) = both(
+        lambda: Request(fresh.url(path), meta={"download_maxsize": 1000}), caplog)
+    error = same(scrapy, ours)
+    assert isinstance(error, DownloadCancelledError)
+    assert summary(error)[1].startswith(expected)
+    assert [normalized(line) for line in log] == [normalized(line) for line in scrapy_log]
+    assert len(log) == 1 and expected in normalized(log[0])
+
+
+@pytest.mark.parametrize(("path", "expected", "body"), [
+    ("/big", f"Expected to receive {len(BIG)} bytes which is larger than download warn size (1000)", BIG),
+    ("/stream", "Received N bytes which is larger than download warn size (1000)", CHUNK * CHUNKS),
+], ids=["content-length", "streamed"])
+def test_past_warnsize_a_warning_is_logged_once(fresh: Server, caplog: pytest.LogCaptureFixture, path: str,
+                                                expected: str, body: bytes) -> None:
+    (scrapy, _, scrapy_log), (ours, _, log) = both(
+        lambda: Request(fresh.url(path), meta={"download_warnsize": 1000}), caplog)
+    assert same(scrapy, ours).body == body
+    assert [normalized(line) for line in log] == [normalized(line) for line in scrapy_log]
+    assert len(log) == 1 and normalized(log[0]).startswith(expected)
+
+
+def test_a_truncated_body_fails_with_data_loss(fresh: Server, caplog: pytest.LogCaptureFixture) -> None:
+    (scrapy, _, scrapy_log), (ours, _, log) = both(lambda: Request(fresh.url("/truncated")), caplog,
+                                                   DOWNLOAD_FAIL_ON_DATALOSS=True)
+    assert isinstance(same(scrapy, ours), ResponseDataLossError)
+    assert log == scrapy_log
+    assert log == [f"Got data loss in {fresh.url('/truncated')}. If you want to process broken responses set "
+                   "the setting DOWNLOAD_FAIL_ON_DATALOSS = False -- This message won't be shown in further requests"]
+
+
+@pytest.mark.parametrize(("settings", "meta"), [({"DOWNLOAD_FAIL_ON_DATALOSS": False}, {}),
+                                                ({}, {"download_fail_on_dataloss": False})],
+                         ids=["setting", "meta"])
+def test_a_truncated_body_is_flagged_dataloss_when_allowed(fresh: Server, settings: dict[str, Any],
+                                                           meta: dict[str, Any]) -> None:
+    (scrapy, _, _), (ours, _, _) = both(lambda: Request(fresh.url("/truncated"), meta=meta), **settings)
+    response = same(scrapy, ours)
+    assert (response.status, response.body, response.flags) == (200, PARTIAL, ["dataloss"])
+
+
+# --- request options --------------------------------------------------------------
+
+
+def test_a_proxy_gets_the_credentials_once(fresh: Server) -> None:
+    def through_proxy() -> Request:
+        return Request("http://api.test/v1/product/7", meta={"proxy": f"127.0.0.1:{fresh.port}"},
+                       headers={"Proxy-Authorization": basic_auth_header("crawler", "pr0xy s3cret:")})
+
+    (scrapy, _, _), (ours, _, _) = both(through_proxy)
+    assert same(scrapy, ours).body == b"ok"
+    scrapy_sent, sent = fresh.received
+    assert sent == scrapy_sent
+    assert (sent["target"], sent["host"]) == ("http://api.test/v1/product/7", "api.test")
+    proxy_auth = [value for name, value in sent["headers"] if name.lower() == b"proxy-authorization"]
+    assert proxy_auth == [basic_auth_header("crawler", "pr0xy s3cret:")]
+
+
+def test_proxy_authorization_without_a_proxy_is_not_sent(fresh: Server) -> None:
+    both(lambda: Request(fresh.url("/echo"), headers={"Proxy-Authorization": basic_auth_header("a", "b")}))
+    scrapy_sent, sent = fresh.received
+    assert sent == scrapy_sent
+    assert all(name.lower() != b"proxy-authorization" for name, _ in sent["headers"])
+
+
+@pytest.mark.parametrize(("verbatim", "target"), [(True, "/echo/%7Eitem?q=a%2fb"), (False, "/echo/~item?q=a/b")])
+def test_verbatim_url_sends_the_url_unchanged(fresh: Server, verbatim: bool, target: str) -> None:
+    (scrapy, _, _), (ours, _, _) = both(lambda: Request(fresh.url("/echo/%7Eitem?q=a%2fb"),
+                                                        meta={"verbatim_url": verbatim}))
+    same(scrapy, ours)
+    assert [sent["target"] for sent in fresh.received] == [target, target]
+
+
+# --- signals ----------------------------------------------------------------------
+
+
+def test_a_bytes_received_receiver_stops_the_download(fresh: Server) -> None:
+    seen: list[int] = []
+
+    def stop(data: bytes, request: Request, spider: Any) -> None:
+        seen.append(len(data))
+        raise StopDownload(fail=False)
+
+    (scrapy, _, _), (ours, _, _) = both(lambda: Request(fresh.url("/stream")),
+                                        receivers={signals.bytes_received: stop})
+    for response in (scrapy, ours):
+        assert isinstance(response, Response), response
+        assert (response.status, response.flags) == (200, ["download_stopped"])
+        assert 0 < len(response.body) < len(CHUNK * CHUNKS) and (CHUNK * CHUNKS).startswith(response.body)
+    assert len(seen) == 2  # one chunk each, then stopped
+    assert summary(ours)[:4] == summary(scrapy)[:4]

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +94,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         self._sender = crawler.signals.sender
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._addresses: dict[str, IPv4Address | IPv6Address] = {}
-        self._response_classes: dict[tuple[bytes | None, ...], type[Response]] = {}
+        self._response_classes: dict[tuple[bytes | None, bytes | None], type[Response]] = {}
 
     async def download_request(self, request: Request) -> Response:
         if self._tls_verbose_logging or request.meta.get("bindaddress") or self._download_watched():
@@ -115,7 +116,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
             # "Content-Length: 0" with a GET too (with None it sends none), so the API sees the same request.
             async with self._session.request(
                 request.method, url, data=request.body, headers=self._headers_to_send(request),
-                timeout=self._timeout(timeout), ssl=self._ssl_context, allow_redirects=False,
+                timeout=self._timeout(timeout), ssl=self._ssl_for(request), allow_redirects=False,
                 proxy=self._extract_proxy_url_with_creds(request),
             ) as response:
                 meta["download_latency"] = time.monotonic() - started
@@ -132,6 +133,11 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         return [(name.decode(encoding), value.decode(encoding))
                 for name, values in request.headers.items() if name != b"Proxy-Authorization"
                 for value in values]
+
+    def _ssl_for(self, request: Request) -> ssl.SSLContext | bool:
+        # Scrapy's TLS context for https; for http aiohttp's default, which it never uses, but names
+        # in a connection error as "ssl:default" rather than as "ssl:<ssl.SSLContext object at 0x...>".
+        return self._ssl_context if request.url.startswith("https:") else True
 
     def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
         timeout = self._timeouts.get(seconds)
@@ -176,13 +182,16 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         return self._response_class(headers, request.url, body)(body=body, flags=flags, **kwargs)
 
     def _response_class(self, headers: Headers, url: str, body: bytes) -> type[Response]:
-        """Scrapy's choice of Response class; remembered when the headers alone decide it."""
-        key = (headers.get(b"Content-Type"), headers.get(b"Content-Encoding"), headers.get(b"Content-Disposition"))
-        response_class = self._response_classes.get(key)
-        if response_class is None:
-            response_class = responsetypes.from_args(headers=headers, url=url, body=body)
-            if response_class is not Response and responsetypes.from_headers(headers) is response_class:
-                self._response_classes[key] = response_class
+        """Scrapy's choice of Response class; remembered when the content type alone decides it."""
+        key = None
+        if b"Content-Disposition" not in headers:  # a file name would make every key new
+            key = (headers.get(b"Content-Type"), headers.get(b"Content-Encoding"))
+            response_class = self._response_classes.get(key)
+            if response_class is not None:
+                return response_class
+        response_class = responsetypes.from_args(headers=headers, url=url, body=body)
+        if key is not None and response_class is not Response and responsetypes.from_headers(headers) is response_class:
+            self._response_classes[key] = response_class
         return response_class
 
     # Scrapy's hooks, also used by its own path (the one with signals).

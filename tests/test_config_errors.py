@@ -233,8 +233,11 @@ def test_a_password_that_leaves_a_host_to_try_fails_to_connect_with_the_hint(tmp
     from productcrawler.preflight import check
 
     # Read as urlsplit reads it: password "p", host 127.0.0.1, port 1 (nothing listens there).
+    settings = Settings()
+    settings.setmodule("productcrawler.settings")
+    settings.set("DATABASE_URL", f"mysql://u:p@127.0.0.1:1/{SECRET}@127.0.0.1/shop")
     with pytest.raises(ConfigError) as error:
-        check(Settings({"DATABASE_URL": f"mysql://u:p@127.0.0.1:1/{SECRET}@127.0.0.1/shop"}), {})
+        check(settings, {})
     assert "cannot use the database" in str(error.value) and str(error.value).endswith(HINT)
     assert SECRET not in str(error.value)
 

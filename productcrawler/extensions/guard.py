@@ -71,8 +71,8 @@ from twisted.internet.task import LoopingCall
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig, crawl_config
+from productcrawler.extensions.streaks import AUTH, NO_ANSWER, NOT_FOUND, NOT_PRODUCT, Streak, diagnosis
 from productcrawler.items import MISSING, FailureItem, ProductItem
-from productcrawler.retry.middleware import known_reason
 from productcrawler.retry.policy import RETRY_DELAY_META
 
 if TYPE_CHECKING:
@@ -86,7 +86,6 @@ logger = logging.getLogger(__name__)
 
 #: The exit code of a crawl the guard stopped (README, "Exit codes").
 EXIT_CODE = 3
-AUTH, NOT_PRODUCT, NOT_FOUND, NO_ANSWER = "auth", "not_product", "not_found", "no_answer"
 PROXY_AUTH = "proxy_auth"  # tripped by the proxy middleware: stop_for(), not a streak
 #: Finish reasons of a tripped guard, by streak.
 REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak",
@@ -101,27 +100,15 @@ RETRY_DUE_SLACK = 1.0
 _ATTRIBUTE = "_productcrawler_guard"
 
 
-class _Streak:
-    __slots__ = ("held", "kind", "last", "length", "limit", "url")
-
-    def __init__(self, kind: str, limit: int) -> None:
-        self.kind = kind
-        self.limit = limit
-        self.length = 0
-        self.held: list[Deferred[None]] = []
-        self.url = ""  # the last URL of the streak
-        self.last: Any = None  # its last status, BadResponse or exception
-
-
 class WholesaleFailureGuard:
     def __init__(self, crawler: Crawler, config: CrawlConfig) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        self._auth = _Streak(AUTH, config.guard_auth_failures)
-        self._not_product = _Streak(NOT_PRODUCT, config.guard_not_products)
-        self._not_found = _Streak(NOT_FOUND, config.guard_404_streak)
-        self._no_answer = _Streak(NO_ANSWER, config.guard_no_answers)
+        self._auth = Streak(AUTH, config.guard_auth_failures)
+        self._not_product = Streak(NOT_PRODUCT, config.guard_not_products)
+        self._not_found = Streak(NOT_FOUND, config.guard_404_streak)
+        self._no_answer = Streak(NO_ANSWER, config.guard_no_answers)
         self._streaks = (self._auth, self._not_product, self._not_found, self._no_answer)
         self.tripped: str | None = None
         self._products = 0  # products seen in this run (a healthy start, for the message)
@@ -181,7 +168,7 @@ class WholesaleFailureGuard:
         if delay is not None:
             self._retries_due = max(self._retries_due, monotonic() + delay)
 
-    def _grow(self, streak: _Streak, url: str, last: Any) -> None:
+    def _grow(self, streak: Streak, url: str, last: Any) -> None:
         if self.tripped is not None or not streak.limit:
             return
         streak.length += 1
@@ -214,7 +201,7 @@ class WholesaleFailureGuard:
         await maybe_deferred_to_future(held)  # DropItem if the guard trips meanwhile
         return item
 
-    def _streak_of(self, item: Any) -> _Streak | None:
+    def _streak_of(self, item: Any) -> Streak | None:
         if type(item) is not FailureItem:
             return None
         if item.outcome == MISSING:
@@ -228,7 +215,7 @@ class WholesaleFailureGuard:
             return self._not_product
         return None
 
-    def _release(self, streak: _Streak, *, reset: bool) -> None:
+    def _release(self, streak: Streak, *, reset: bool) -> None:
         if reset:
             streak.length = 0
         held, streak.held = streak.held, []
@@ -265,8 +252,9 @@ class WholesaleFailureGuard:
 
     # -- tripping ----------------------------------------------------------------
 
-    def _trip(self, streak: _Streak) -> None:
-        self.stop_for(streak.kind, self._diagnosis(streak))
+    def _trip(self, streak: Streak) -> None:
+        self.stop_for(streak.kind, diagnosis(streak, self.config, products=self._products,
+                                             proxies=bool(self.crawler.settings.get("PROXY_URLS"))))
 
     def stop_for(self, kind: str, diagnosis: str) -> None:
         """Stop the crawl (exit 3) for ``kind`` of REASONS, with one ERROR line; drop held outcomes."""
@@ -279,38 +267,6 @@ class WholesaleFailureGuard:
         self.stats.set_value(stat_keys.EXIT_REASON, reason)
         self._drop_all(f"the guard stopped the crawl ({reason})")
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))
-
-    def _diagnosis(self, streak: _Streak) -> str:
-        """What was seen and what to check, for the one ERROR line."""
-        count = streak.length
-        if streak.kind == AUTH:
-            key = "set" if self.config.api_key else "not set"
-            if self._products:
-                return (f"{count} answers in a row were HTTP 401/403 (last: {streak.last} for {streak.url}) "
-                        f"after {self._products} products in this run: the API key was refused, "
-                        f"perhaps revoked; check API_KEY ({key})")
-            return (f"the API refused every request: {count} answers in a row were HTTP 401/403 "
-                    f"(last: {streak.last} for {streak.url}); check API_KEY ({key})")
-        if streak.kind == NOT_PRODUCT:
-            error = streak.last
-            keys = ", ".join(error.keys) if error.keys else "none"
-            return (f"{count} answers in a row were 200s without a product (last: {error}; keys found: "
-                    f"{keys}; URL {streak.url}); check PRODUCT_FIELDS "
-                    f"({self.config.product_fields.describe()}) against one answer of the API")
-        if streak.kind == NO_ANSWER:
-            error = streak.last
-            last = f"{type(error).__name__}: {error}".strip().rstrip(":")
-            proxies = ", PROXY_URLS" if self.crawler.settings.get("PROXY_URLS") else ""
-            seen = (f"the API stopped answering after {self._products} products in this run"
-                    if self._products else "the API did not answer")
-            if known_reason(error) is None:  # not a download error: raised by one of our components
-                check = "check DOWNLOAD_HANDLERS and DOWNLOADER_MIDDLEWARES: the last error is not a download error"
-            else:
-                check = f"check API_BASE_URL ({self.config.api_base_url}){proxies} and that the API is reachable"
-            return f"{seen}: {count} ids in a row ended with no answer (last: {last} for {streak.url}); {check}"
-        return (f"{count} answers were HTTP 404 with no product in between, which the API's usual "
-                f"share of missing ids cannot explain; check API_BASE_URL ({self.config.api_base_url}): "
-                f"one URL requested was {streak.url} (if the range really has a gap this long, raise GUARD_404_STREAK)")
 
 
 def _resent_through_another_proxy(request: Request, status: int) -> bool:

@@ -1,0 +1,65 @@
+"""The guard's streaks: what each one is, and what its ERROR line says when it trips.
+
+The guard (``extensions/guard.py``) grows, breaks and trips them; the table of
+what grows and breaks each one is in its docstring.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from productcrawler.retry.middleware import known_reason
+
+if TYPE_CHECKING:
+    from twisted.internet.defer import Deferred
+
+    from productcrawler.config import CrawlConfig
+
+AUTH, NOT_PRODUCT, NOT_FOUND, NO_ANSWER = "auth", "not_product", "not_found", "no_answer"
+
+
+class Streak:
+    """A run of answers (or of ids without one) of one kind, and the outcomes it holds back."""
+
+    __slots__ = ("held", "kind", "last", "length", "limit", "url")
+
+    def __init__(self, kind: str, limit: int) -> None:
+        self.kind = kind
+        self.limit = limit
+        self.length = 0
+        self.held: list[Deferred[None]] = []
+        self.url = ""  # the last URL of the streak
+        self.last: Any = None  # its last status, BadResponse or exception
+
+
+def diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: bool) -> str:
+    """What was seen and what to check, for the one ERROR line."""
+    count = streak.length
+    if streak.kind == AUTH:
+        key = "set" if config.api_key else "not set"
+        if products:
+            return (f"{count} answers in a row were HTTP 401/403 (last: {streak.last} for {streak.url}) "
+                    f"after {products} products in this run: the API key was refused, "
+                    f"perhaps revoked; check API_KEY ({key})")
+        return (f"the API refused every request: {count} answers in a row were HTTP 401/403 "
+                f"(last: {streak.last} for {streak.url}); check API_KEY ({key})")
+    if streak.kind == NOT_PRODUCT:
+        error = streak.last
+        keys = ", ".join(error.keys) if error.keys else "none"
+        return (f"{count} answers in a row were 200s without a product (last: {error}; keys found: "
+                f"{keys}; URL {streak.url}); check PRODUCT_FIELDS "
+                f"({config.product_fields.describe()}) against one answer of the API")
+    if streak.kind == NO_ANSWER:
+        error = streak.last
+        last = f"{type(error).__name__}: {error}".strip().rstrip(":")
+        also = ", PROXY_URLS" if proxies else ""
+        seen = (f"the API stopped answering after {products} products in this run"
+                if products else "the API did not answer")
+        if known_reason(error) is None:  # not a download error: raised by one of our components
+            check = "check DOWNLOAD_HANDLERS and DOWNLOADER_MIDDLEWARES: the last error is not a download error"
+        else:
+            check = f"check API_BASE_URL ({config.api_base_url}){also} and that the API is reachable"
+        return f"{seen}: {count} ids in a row ended with no answer (last: {last} for {streak.url}); {check}"
+    return (f"{count} answers were HTTP 404 with no product in between, which the API's usual "
+            f"share of missing ids cannot explain; check API_BASE_URL ({config.api_base_url}): "
+            f"one URL requested was {streak.url} (if the range really has a gap this long, raise GUARD_404_STREAK)")

@@ -32,6 +32,9 @@ from tests.helpers import (
 )
 from tests.tcp_proxy import TcpProxy
 
+#: For runs that are not interrupted and whose rate is not asserted.
+FAST = {"MAX_REQUESTS_PER_SECOND": 1000}
+
 
 @pytest.fixture
 def settings(clean_simulator, mysql_url, redis_prefix) -> dict[str, object]:
@@ -69,7 +72,8 @@ def test_killed_twice_with_sigkill_then_restarted_finishes_complete(use_redis, s
     done_before = done_ids(mysql_url)
     assert 1500 <= len(done_before) < END
     sent_before = len(clean_simulator.arrivals())
-    code, output = finish(start_crawl("-a", f"end_id={END}", settings=config))
+    # The restart is not interrupted and only which ids it fetches is asserted: no need to go slowly.
+    code, output = finish(start_crawl("-a", f"end_id={END}", settings={**config, **FAST}))
     assert code == 0, output[-3000:]
     assert ("Joined pass 1" if use_redis else "Resuming pass 1") in output
     assert_pass_complete(mysql_url)
@@ -88,7 +92,7 @@ def test_sigterm_stops_gracefully_and_the_next_run_resumes(use_redis, settings, 
     stored_at_stop = stored_count(mysql_url)
     # Pending rows were flushed on the way out: the log's count is in the database.
     assert stored_at_stop == summary(output)[0]
-    code, output = finish(start_crawl("-a", f"end_id={END}", settings=config))
+    code, output = finish(start_crawl("-a", f"end_id={END}", settings={**config, **FAST}))
     assert code == 0, output[-3000:]
     assert_pass_complete(mysql_url)
 
@@ -96,7 +100,7 @@ def test_sigterm_stops_gracefully_and_the_next_run_resumes(use_redis, settings, 
 @pytest.mark.parametrize("use_redis", [False, True], ids=["database-ledger", "redis"])
 def test_passes_new_after_finished_resumed_after_interrupted_fresh_on_demand(use_redis, settings, shared,
                                                                             mysql_url, clean_simulator):
-    config = {**(shared if use_redis else settings), "MAX_REQUESTS_PER_SECOND": 1000}
+    config = {**(shared if use_redis else settings), **FAST}
     new_pass, end = ("Started pass" if use_redis else "Starting pass"), 300
     code, output = finish(start_crawl("-a", f"end_id={end}", settings=config))
     assert code == 0, output[-3000:]
@@ -109,11 +113,12 @@ def test_passes_new_after_finished_resumed_after_interrupted_fresh_on_demand(use
     assert second.keys() == first.keys() and all(second[i] > first[i] for i in first)
 
     # Pass 3, killed half-way (at 100/s the 300 ids take 3 s), is resumed, not restarted.
-    config = {**config, "MAX_REQUESTS_PER_SECOND": 100}
+    # Only the runs that must be killed mid-pass go slowly; the others run at `config`'s rate.
+    slow = {**config, "MAX_REQUESTS_PER_SECOND": 100}
     time.sleep(1.1)
     clean_simulator.reset()
     before_pass_3 = outcome_stamps(mysql_url)
-    kill_after_arrivals(start_crawl("-a", f"end_id={end}", settings=config), clean_simulator, 120)
+    kill_after_arrivals(start_crawl("-a", f"end_id={end}", settings=slow), clean_simulator, 120)
     stamps = outcome_stamps(mysql_url)
     done_in_pass_3 = {i for i in stamps if stamps[i] > before_pass_3[i]}
     assert 0 < len(done_in_pass_3) < end, "the kill did not land mid-pass"
@@ -126,7 +131,7 @@ def test_passes_new_after_finished_resumed_after_interrupted_fresh_on_demand(use
 
     # Pass 4, killed half-way, is abandoned on demand: fresh=1 fetches every id again in pass 5.
     clean_simulator.reset()
-    kill_after_arrivals(start_crawl("-a", f"end_id={end}", settings=config), clean_simulator, 120)
+    kill_after_arrivals(start_crawl("-a", f"end_id={end}", settings=slow), clean_simulator, 120)
     sent_before = len(clean_simulator.arrivals())
     code, output = finish(start_crawl("-a", f"end_id={end}", "-a", "fresh=1", settings=config))
     assert code == 0, output[-3000:]
@@ -202,14 +207,18 @@ def test_no_redis_call_blocks_the_reactor_even_when_redis_is_slow(shared, clean_
     # a call that waited on the reactor thread would stop it for at least that long.
     # A retry (429 with Retry-After) makes the scheduler push as well as lease,
     # acknowledge, beat and settle.
+    # 150 ids still take several heartbeats and many leases and acknowledgements through the slow link.
+    end = 150
     clean_simulator.set_faults(["429s=7@1"], retry_after=1)
     redis_at = urlsplit(REDIS_URL)
     with TcpProxy(redis_at.hostname or "127.0.0.1", redis_at.port or 6379, delay=0.125) as proxy:
-        settings = {**shared, "REDIS_URL": f"redis://127.0.0.1:{proxy.port}/{redis_at.path.lstrip('/') or 0}",
+        # The rate is not what is asserted: a higher one leases more slots per (slow) bucket call.
+        settings = {**shared, **FAST,
+                    "REDIS_URL": f"redis://127.0.0.1:{proxy.port}/{redis_at.path.lstrip('/') or 0}",
                     "EXTENSIONS": json.dumps({**EXTENSIONS, "tests.reactor_watch.ReactorWatch": 0})}
-        code, output = finish(start_crawl("-a", "end_id=300", settings=settings), timeout=90)
+        code, output = finish(start_crawl("-a", f"end_id={end}", settings=settings), timeout=90)
     assert code == 0, output[-3000:]
-    assert_pass_complete(mysql_url, 300)
+    assert_pass_complete(mysql_url, end)
     line = next(line for line in output.splitlines() if line.startswith("REACTOR-GAP "))
     gap = json.loads(line.split(" ", 1)[1])
     assert gap["ticks"] > 100, gap  # the watch did run through the crawl
@@ -227,9 +236,10 @@ def test_ids_leased_by_a_call_whose_reply_was_lost_are_fetched_all_the_same(shar
 
 def test_fresh_pass_given_to_one_of_several_instances_stops_the_others_who_leave_it_their_ids(
         shared, clean_simulator, mysql_url):
-    config = {**shared, "MAX_REQUESTS_PER_SECOND": 200}
+    # At 300/s pass 1 lasts 10 s, several times what the fresh instance takes to start and replace it.
+    config = {**shared, "MAX_REQUESTS_PER_SECOND": 300}
     old = [start_crawl("-a", f"end_id={END}", settings=config) for _ in range(2)]
-    kill_when_stored(old[0], mysql_url, 600, 0)  # signal 0: just wait until pass 1 is under way
+    kill_when_stored(old[0], mysql_url, 300, 0)  # signal 0: just wait until pass 1 is under way
     fresh_from = time.time()
     new = start_crawl("-a", f"end_id={END}", "-a", "fresh=1", settings=config)
     # The instances of the replaced pass stop on their own, well before their pass could end, and exit 0.

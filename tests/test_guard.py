@@ -139,7 +139,7 @@ def test_every_answer_an_error_envelope(clean_simulator, mysql_url, earlier_pass
 
 
 def test_a_key_revoked_mid_crawl_stops_the_crawl_and_the_pass_resumes(clean_simulator, mysql_url):
-    end, revoke_after = 3000, 1000
+    end, revoke_after = 1500, 700  # a crawl the guard does not stop sends twice the bound below
     clean_simulator.set_faults([], revoke_after=revoke_after)
     settings = {"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url}
     result = run_crawl("-a", "start_id=1", "-a", f"end_id={end}", settings=settings)
@@ -196,8 +196,10 @@ def test_a_missing_id_still_loses_its_stale_row_when_the_range_ends_on_404s(clea
 
 
 def test_a_shared_pass_stopped_by_the_guard_is_resumed_with_nothing_lost(clean_simulator, mysql_url, redis_prefix):
-    end = 1500  # three times GUARD_404_STREAK: the wrong run stops a third of the way in
-    settings = {"DATABASE_URL": mysql_url, "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": redis_prefix}
+    streak = 150  # a shorter streak than the default 500, so that a short range is three of them
+    end = streak * 3  # the wrong run stops a third of the way in
+    settings = {"DATABASE_URL": mysql_url, "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": redis_prefix,
+                "GUARD_404_STREAK": streak}
     wrong = run_crawl("-a", "start_id=1", "-a", f"end_id={end}",
                       settings={**settings, "API_BASE_URL": clean_simulator.url + "/v2"})
     assert wrong.returncode == EXIT_CODE, wrong.stderr[-3000:]
@@ -253,8 +255,10 @@ def test_an_api_that_never_answers_stops_the_crawl_and_the_next_run_completes_th
 
 
 def test_ids_without_an_answer_among_products_do_not_stop_the_crawl(clean_simulator, mysql_url, tmp_path):
-    end, every = 3000, 150
-    hanging = range(every, end + 1, every)  # 20 ids that never get an answer: four times the threshold
+    # Hanging ids are 0.3 s of sending apart: closer, the last few of the range
+    # would end together with no answer between them, and rightly stop the crawl.
+    end, every = 1500, 150
+    hanging = range(every, end + 1, every)  # 10 ids that never get an answer: twice the threshold
     settings = {"API_BASE_URL": clean_simulator.base_url, "GUARD_NO_ANSWERS": 5, "API_TIMEOUT": 0.3,
                 "MAX_RETRIES": 1, "RETRY_BACKOFF_BASE": 0.1, "RETRY_BACKOFF_MAX": 0.2}
     clean_simulator.set_faults([f"hang=%{every}@*"])

@@ -143,14 +143,15 @@ def test_a_proxy_that_dies_mid_crawl_is_rested_and_no_id_fails(clean_simulator, 
 def test_a_second_instance_never_uses_a_proxy_the_first_found_dead(clean_simulator, mysql_url, proxies,
                                                                     redis_prefix, start):
     rate = CAP * 2 // 3
-    # The first instance is ~6 s in (about 400 ids) when the second starts; of the rest
-    # the second takes about half, well over the rate * 3 requests it must send.
-    end = rate * 16
+    # The dead proxy is killed about 1 s in and the first instance is ~4 s in when the
+    # second starts; of the rest the second takes about half, well over the rate * 3
+    # requests it must send.
+    end = rate * 14
     settings = settings_for(clean_simulator, mysql_url, proxies, REDIS_URL=REDIS_URL,
                             REDIS_KEY_PREFIX=redis_prefix, MAX_REQUESTS_PER_SECOND=rate,
                             PROXY_REST_BASE=120)  # a rest of 60-120 s outlasts the crawl
     first = start("-a", f"end_id={end}", settings=settings)
-    kill_when(proxies, 0, forwarded=rate)
+    kill_when(proxies, 0, forwarded=rate // 3)
     dead = parse_proxy_urls(",".join(proxy_urls(proxies)))[0]
     client = redis.Redis.from_url(REDIS_URL)
     give_up = time.monotonic() + 30

@@ -85,14 +85,16 @@ def test_429s_back_the_rate_off_and_are_logged_once(clean_simulator, mysql_url):
     # One 429 after 1.5 s at the full rate; the rate then recovers by only 2 % of
     # the cap a second, so the next seconds run at about half of it (measured from
     # 1.5 s on: the requests that already hold a slot go out at the old pace).
+    # The 300 ids after it take about 6 s at half the cap, 3 s at the full cap.
     clean_simulator.set_faults(["429s=150"], retry_after=1)
-    result = run_crawl("-a", "end_id=600", settings=settings_for(clean_simulator, mysql_url,
+    result = run_crawl("-a", "end_id=450", settings=settings_for(clean_simulator, mysql_url,
                                                                   MAX_REQUESTS_PER_SECOND=BACKOFF_CAP))
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stderr.count("no more backoff messages will be shown") == 1
     arrivals = clean_simulator.arrivals()
     times = [a[0] for a in arrivals]
     hit = next(a[0] for a in arrivals if a[2] == 429)
+    assert times[-1] >= hit + 3.3, "the record ends before the rate after the 429 can be measured"
     before = rate_between(times, times[0] + 0.3, hit)
     after = rate_between(times, hit + 0.3, hit + 3.3)
     assert 0.35 <= after / before <= 0.75, (before, after)

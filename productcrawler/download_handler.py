@@ -56,6 +56,8 @@ from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from scrapy.utils._download_handlers import get_dataloss_msg, get_warnsize_msg
 
+from productcrawler.config import mask_credentials
+
 if TYPE_CHECKING:
     from ipaddress import IPv4Address, IPv6Address
 
@@ -76,10 +78,12 @@ _SCRAPY_ERRORS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...
 def _scrapy_error(error: BaseException, request: Request, timeout: float) -> Exception:
     if isinstance(error, TimeoutError):
         return DownloadTimeoutError(f"Getting {request.url} took longer than {timeout} seconds.")
+    # A proxy's refusal of a CONNECT (an https API through a proxy) names the proxy's URL, password and all.
+    message = mask_credentials(str(error))
     for library_errors, scrapy_error in _SCRAPY_ERRORS:
         if isinstance(error, library_errors):
-            return scrapy_error(str(error))
-    return DownloadFailedError(str(error))
+            return scrapy_error(message)
+    return DownloadFailedError(message)
 
 
 #: Distinct peers remembered; more than this (many proxies) starts the memo again.

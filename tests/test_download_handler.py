@@ -15,6 +15,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 from scrapy import Request, signals
@@ -22,6 +23,7 @@ from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler
 from scrapy.exceptions import (
     DownloadCancelledError,
     DownloadConnectionRefusedError,
+    DownloadFailedError,
     DownloadTimeoutError,
     ResponseDataLossError,
     StopDownload,
@@ -32,7 +34,7 @@ from scrapy.utils.test import get_crawler
 from w3lib.http import basic_auth_header
 
 from productcrawler import settings as project_settings
-from productcrawler.download_handler import LeanAiohttpDownloadHandler
+from productcrawler.download_handler import LeanAiohttpDownloadHandler, _scrapy_error
 from tests.helpers import on_reactor_loop
 
 if TYPE_CHECKING:
@@ -344,3 +346,11 @@ def test_a_bytes_received_receiver_stops_the_download(fresh: Server) -> None:
         assert 0 < len(response.body) < len(CHUNK * CHUNKS) and (CHUNK * CHUNKS).startswith(response.body)
     assert len(seen) == 2  # one chunk each, then stopped
     assert summary(ours)[:4] == summary(scrapy)[:4]
+
+
+def test_a_proxy_password_in_a_library_error_never_reaches_the_scrapy_error() -> None:
+    # aiohttp's refusal of a CONNECT through a proxy (an https API) names the proxy's URL, credentials and all.
+    error = aiohttp.ClientError("407, message='Proxy Authentication Required', url='http://user:s3cret@proxy.test:3128'")
+    converted = _scrapy_error(error, Request("https://api.test/v1/product/1"), 10)
+    assert isinstance(converted, DownloadFailedError)
+    assert "s3cret" not in str(converted) and "url='http://user:***@proxy.test:3128'" in str(converted)

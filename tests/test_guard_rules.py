@@ -8,8 +8,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 from scrapy import Request, Spider
-from scrapy.exceptions import DownloadConnectionRefusedError, DropItem, NotConfigured
+from scrapy.exceptions import DownloadConnectionRefusedError, DownloadFailedError, DropItem, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred, succeed
@@ -45,6 +46,7 @@ def make_guard(**settings: Any) -> WholesaleFailureGuard:
     crawler = get_crawler(ProductSpider, settings_dict=settings)
     crawler.stats.open_spider()
     crawler.engine = StubEngine()
+    crawler.crawling = True  # a running crawl: an operator's stop sets it False
     return WholesaleFailureGuard.from_crawler(crawler)
 
 
@@ -168,7 +170,8 @@ def test_ids_without_an_answer_are_held_trip_at_the_threshold_and_any_answer_bre
 
 
 def test_an_api_that_stops_answering_mid_crawl_and_proxies_are_named(caplog) -> None:
-    guard = make_guard(GUARD_NO_ANSWERS=2, PROXY_URLS="http://proxy.test:3128", API_BASE_URL="http://api.test/v1")
+    guard = make_guard(GUARD_NO_ANSWERS=2, GUARD_NO_ANSWERS_SECONDS=0, PROXY_URLS="http://proxy.test:3128",
+                       API_BASE_URL="http://api.test/v1")
     product(guard)
     no_answer(guard, 1)
     # The proxy's own answer (re-sent through another proxy) says nothing of the API.
@@ -179,7 +182,7 @@ def test_an_api_that_stops_answering_mid_crawl_and_proxies_are_named(caplog) -> 
         no_answer(guard, 3)
     assert guard.tripped == "no_answer"
     [record] = caplog.records
-    assert "the API stopped answering after 1 products in this run: 2 ids in a row" in record.message
+    assert "the API stopped answering after 1 products in this run, 0 s ago: 2 ids in a row" in record.message
     assert ("(last: DownloadConnectionRefusedError: Connection refused for http://api.test/v1/product/3); "
             "check API_BASE_URL (http://api.test/v1), PROXY_URLS and that the API is reachable") in record.message
 
@@ -261,3 +264,52 @@ def test_a_403_through_a_proxy_counts_only_once_another_proxy_got_it_too() -> No
         request = Request(URL.format(product_id), meta={"proxy_index": 1, "proxy_suspect": [0, "http_403"]})
         guard.response_downloaded(Response(request.url, status=403, request=request), request)
     assert guard.tripped == "auth"
+
+
+def test_an_api_that_answered_must_also_stay_silent_for_guard_no_answers_seconds(monkeypatch) -> None:
+    # A blip in a long crawl (an API restart) is ridden out: its outcomes wait, the crawl goes on.
+    now = [1000.0]
+    monkeypatch.setattr("productcrawler.extensions.guard.monotonic", lambda: now[0])
+    guard = make_guard(GUARD_NO_ANSWERS=3, GUARD_NO_ANSWERS_SECONDS=60)
+    product(guard)
+    for product_id in range(1, 6):
+        no_answer(guard, product_id)
+        now[0] += 10
+    assert guard.tripped is None  # 5 ids in a row, but over 40 s
+    now[0] = 1000.0 + 60
+    no_answer(guard, 6)
+    assert guard.tripped == "no_answer"
+
+
+def test_before_any_product_the_count_alone_trips(monkeypatch) -> None:
+    monkeypatch.setattr("productcrawler.extensions.guard.monotonic", lambda: 1000.0)
+    guard = make_guard(GUARD_NO_ANSWERS=3, GUARD_NO_ANSWERS_SECONDS=60)
+    for product_id in range(1, 4):
+        no_answer(guard, product_id)
+    assert guard.tripped == "no_answer"
+
+
+def test_after_an_operators_stop_failing_ids_do_not_trip_the_guard() -> None:
+    guard = make_guard(GUARD_NO_ANSWERS=3)
+    guard.crawler.crawling = False  # Ctrl-C: the last attempts in flight still fail
+    for product_id in range(1, 10):
+        no_answer(guard, product_id)
+    assert guard.tripped is None and guard.crawler.engine.closed == []
+
+
+def test_the_error_line_never_shows_a_url_password(caplog) -> None:
+    guard = make_guard(GUARD_NO_ANSWERS=1, API_BASE_URL="https://user:api-s3cret@api.test/v1")
+    error = DownloadFailedError("407, message='Proxy Authentication Required', url='http://u:proxy-s3cret@p.test:3128'")
+    with caplog.at_level(logging.ERROR):
+        guard.no_answer(Request("https://user:api-s3cret@api.test/v1/product/1"), error)
+    [record] = caplog.records
+    assert "s3cret" not in record.message and "u:***@p.test" in record.message and "user:***@api.test" in record.message
+
+
+def test_a_redis_outage_is_named_as_such(caplog) -> None:
+    guard = make_guard(GUARD_NO_ANSWERS=1)
+    with caplog.at_level(logging.ERROR):
+        guard.no_answer(Request(URL.format(1)), RedisConnectionError("Error 111 connecting to 127.0.0.1:6379."))
+    [record] = caplog.records
+    assert "check REDIS_URL: Redis stayed unreachable" in record.message
+    assert "DOWNLOAD_HANDLERS" not in record.message

@@ -8,7 +8,8 @@ environment to fill in the project-level value, which ``-s`` overrides.
 * :mod:`.defaults` — the names and their defaults (``DEFAULTS``), and
   :func:`from_environment`, which ``settings.py`` fills them in with;
 * :mod:`.values` — the checks of single values (numbers, URLs,
-  ``PRODUCT_FIELDS``), ``ConfigError``, :func:`mask_url` and :func:`password_hint`;
+  ``PRODUCT_FIELDS``), ``ConfigError``, :func:`mask_url`, :func:`mask_credentials` and
+  :func:`password_hint`;
 * :mod:`.crawl` — :class:`CrawlConfig`, the whole contract parsed and
   validated, once per crawler through :func:`crawl_config`.
 
@@ -22,7 +23,7 @@ from one place, ``productcrawler.config``, whichever module defines a name.
 
 from productcrawler.config.crawl import CrawlConfig, api_timeout, burst_for_rate, crawl_config, max_retries
 from productcrawler.config.defaults import DEFAULTS, SIMULATOR_BASE_URL, SIMULATOR_PORT, from_environment
-from productcrawler.config.values import REDIS_SCHEMES, ConfigError, mask_url, password_hint
+from productcrawler.config.values import REDIS_SCHEMES, ConfigError, mask_credentials, mask_url, password_hint
 
 __all__ = [
     "DEFAULTS",
@@ -35,6 +36,7 @@ __all__ = [
     "burst_for_rate",
     "crawl_config",
     "from_environment",
+    "mask_credentials",
     "mask_url",
     "max_retries",
     "password_hint",

@@ -119,6 +119,7 @@ class CrawlConfig:
     guard_not_products: int
     guard_404_streak: int
     guard_no_answers: int
+    guard_no_answers_seconds: float
 
     @classmethod
     def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,
@@ -193,6 +194,8 @@ class CrawlConfig:
             guard_not_products=number("GUARD_NOT_PRODUCTS", get("GUARD_NOT_PRODUCTS"), int, minimum=0),
             guard_404_streak=number("GUARD_404_STREAK", get("GUARD_404_STREAK"), int, minimum=0),
             guard_no_answers=number("GUARD_NO_ANSWERS", get("GUARD_NO_ANSWERS"), int, minimum=0),
+            guard_no_answers_seconds=number("GUARD_NO_ANSWERS_SECONDS", get("GUARD_NO_ANSWERS_SECONDS"), float,
+                                            minimum=0),
         )
 
     def __repr__(self) -> str:

@@ -46,6 +46,9 @@ DEFAULTS: dict[str, Any] = {
     "GUARD_NOT_PRODUCTS": 20,
     "GUARD_404_STREAK": 500,
     "GUARD_NO_ANSWERS": 20,
+    # Once products came in this run, the API must also have stayed silent this
+    # long: a blip in a long crawl is ridden out, not a reason to stop it.
+    "GUARD_NO_ANSWERS_SECONDS": 60.0,
     # The proxy pool (productcrawler/proxies/config.py reads and checks these).
     "PROXY_URLS": None,
     "PROXY_SCORE_SUCCESS": 5.0,

@@ -8,6 +8,7 @@ from these.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -56,6 +57,17 @@ def mask_url(url: str | None) -> str | None:
             shown += [url[shown_to:a], "***"]
         shown_to = max(shown_to, b)
     return "".join(shown) + url[shown_to:]
+
+
+_USERINFO = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^\s/:@'\"]*:)[^\s/@'\"]*@", re.IGNORECASE)
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` (an exception's message, say) with the password of every URL in it replaced by ``***``.
+
+    aiohttp puts a proxy's URL, credentials included, into some of its errors.
+    """
+    return _USERINFO.sub(r"\g<head>***@", text)
 
 
 #: Added to an error about a URL whose userinfo holds an unencoded ``?``, ``#`` or ``/``.

@@ -37,7 +37,13 @@ id's retries and never becomes an outcome, so only what fails through the
 proxies as well (timeouts, connections cut) counts. No answer says nothing of
 the key, the path or the fields: it neither grows nor breaks the other streaks.
 When its last error is not a download error (a TypeError of a broken handler
-or middleware) the message names those components instead.
+or middleware) the message names those components instead, and Redis when the
+shared rate limit gave up on it. Once the API has answered in this run, the
+streak must also have lasted ``GUARD_NO_ANSWERS_SECONDS``: an API restarting
+in the middle of a long crawl is ridden out, its ids held and then written
+when it answers again. After an operator's stop nothing grows a streak (the
+last attempts in flight still fail; the exit stays 0). URLs' passwords never
+reach the ERROR line.
 
 The proxy middleware stops the crawl through :meth:`stop_for` when every
 proxy rests after a 407 and none ever answered anything else (wrong
@@ -169,12 +175,21 @@ class WholesaleFailureGuard:
             self._retries_due = max(self._retries_due, monotonic() + delay)
 
     def _grow(self, streak: Streak, url: str, last: Any) -> None:
-        if self.tripped is not None or not streak.limit:
+        # After an operator's stop the last attempts still fail: they are dropped, not a reason for exit 3.
+        if self.tripped is not None or not streak.limit or not self.crawler.crawling:
             return
+        if not streak.length:
+            streak.started_at = monotonic()
         streak.length += 1
         streak.url, streak.last = url, last
-        if streak.length >= streak.limit:
+        if streak.length >= streak.limit and self._long_enough(streak):
             self._trip(streak)
+
+    def _long_enough(self, streak: Streak) -> bool:
+        """An API that answered in this run must also have been silent for GUARD_NO_ANSWERS_SECONDS."""
+        if streak is not self._no_answer or not self._products:
+            return True
+        return monotonic() - streak.started_at >= self.config.guard_no_answers_seconds
 
     # -- holding outcomes (item pipeline stage) ----------------------------------
 
@@ -254,7 +269,8 @@ class WholesaleFailureGuard:
 
     def _trip(self, streak: Streak) -> None:
         self.stop_for(streak.kind, diagnosis(streak, self.config, products=self._products,
-                                             proxies=bool(self.crawler.settings.get("PROXY_URLS"))))
+                                             proxies=bool(self.crawler.settings.get("PROXY_URLS")),
+                                             now=monotonic()))
 
     def stop_for(self, kind: str, diagnosis: str) -> None:
         """Stop the crawl (exit 3) for ``kind`` of REASONS, with one ERROR line; drop held outcomes."""

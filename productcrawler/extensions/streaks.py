@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import RedisError
+
+from productcrawler.config import mask_credentials
 from productcrawler.retry.middleware import known_reason
 
 if TYPE_CHECKING:
@@ -21,7 +24,7 @@ AUTH, NOT_PRODUCT, NOT_FOUND, NO_ANSWER = "auth", "not_product", "not_found", "n
 class Streak:
     """A run of answers (or of ids without one) of one kind, and the outcomes it holds back."""
 
-    __slots__ = ("held", "kind", "last", "length", "limit", "url")
+    __slots__ = ("held", "kind", "last", "length", "limit", "started_at", "url")
 
     def __init__(self, kind: str, limit: int) -> None:
         self.kind = kind
@@ -30,10 +33,16 @@ class Streak:
         self.held: list[Deferred[None]] = []
         self.url = ""  # the last URL of the streak
         self.last: Any = None  # its last status, BadResponse or exception
+        self.started_at = 0.0  # monotonic time of its first step
 
 
-def diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: bool) -> str:
-    """What was seen and what to check, for the one ERROR line."""
+def diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: bool, now: float) -> str:
+    """What was seen and what to check, for the one ERROR line (URLs' passwords masked)."""
+    text = _diagnosis(streak, config, products=products, proxies=proxies, now=now)
+    return mask_credentials(text)
+
+
+def _diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: bool, now: float) -> str:
     count = streak.length
     if streak.kind == AUTH:
         key = "set" if config.api_key else "not set"
@@ -53,9 +62,11 @@ def diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: bo
         error = streak.last
         last = f"{type(error).__name__}: {error}".strip().rstrip(":")
         also = ", PROXY_URLS" if proxies else ""
-        seen = (f"the API stopped answering after {products} products in this run"
-                if products else "the API did not answer")
-        if known_reason(error) is None:  # not a download error: raised by one of our components
+        seen = (f"the API stopped answering after {products} products in this run, "
+                f"{now - streak.started_at:.0f} s ago" if products else "the API did not answer")
+        if isinstance(error, RedisError):  # the shared rate limit gave up on Redis before the request was sent
+            check = "check REDIS_URL: Redis stayed unreachable, so no request could take its rate-limit slot"
+        elif known_reason(error) is None:  # not a download error: raised by one of our components
             check = "check DOWNLOAD_HANDLERS and DOWNLOADER_MIDDLEWARES: the last error is not a download error"
         else:
             check = f"check API_BASE_URL ({config.api_base_url}){also} and that the API is reachable"

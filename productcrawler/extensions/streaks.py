@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from productcrawler.config import mask_credentials
-from productcrawler.retry.middleware import known_reason
+from productcrawler.retry.middleware import exception_detail, known_reason
 
 if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
@@ -60,7 +60,7 @@ def _diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: b
                 f"({config.product_fields.describe()}) against one answer of the API")
     if streak.kind == NO_ANSWER:
         error = streak.last
-        last = f"{type(error).__name__}: {error}".strip().rstrip(":")
+        last = exception_detail(error)
         also = ", PROXY_URLS" if proxies else ""
         seen = (f"the API stopped answering after {products} products in this run, "
                 f"{now - streak.started_at:.0f} s ago" if products else "the API did not answer")

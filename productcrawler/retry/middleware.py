@@ -119,6 +119,11 @@ def exception_reason(exception: BaseException) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", type(exception).__name__).lower()
 
 
+def exception_detail(exception: BaseException) -> str:
+    """``Class: message`` of an exception, for a stored reason or a log line (no trailing colon without one)."""
+    return f"{type(exception).__name__}: {exception}".strip().rstrip(":")
+
+
 def known_reason(exception: BaseException) -> str | None:
     for types, reason in _EXCEPTION_REASONS:
         if isinstance(exception, types):

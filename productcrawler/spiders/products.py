@@ -23,7 +23,7 @@ from productcrawler.cleaning import BadResponse, parse_product
 from productcrawler.config import CrawlConfig, crawl_config
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.proxies import META_ABANDONED
-from productcrawler.retry.middleware import exception_reason, known_reason
+from productcrawler.retry.middleware import exception_detail, exception_reason, known_reason
 from productcrawler.retry.policy import RetryPolicy
 from productcrawler.storage.database import utcnow
 
@@ -142,7 +142,7 @@ class ProductsSpider(Spider):
         self.crawler.signals.send_catch_log(signals_.no_answer, request=request, error=error)
         if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it
             return [self.retry_policy.give_up(request, reason=exception_reason(error), http_status=None)]
-        detail = f"{type(error).__name__}: {error}".strip().rstrip(":")
+        detail = exception_detail(error)
         logger.debug("Product %d failed: %s", request.meta["product_id"], detail)
         return [FailureItem(request.meta["product_id"], FAILED, None, detail[:255],
                             request.meta.get("retry_times", 0) + 1)]

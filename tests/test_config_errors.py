@@ -38,6 +38,10 @@ BAD = [
     ({"DATABASE_URL": "mysql://nobody:" + SECRET + "@127.0.0.1:3306/db"}, (), {},
      ["DATABASE_URL", "nobody:***@", "Access denied"]),
     ({"DATABASE_URL": "mysql://root@127.0.0.1:3306"}, (), {}, ["DATABASE_URL", "database name"]),
+    # An "@" in an option's value ends no userinfo: the host stays readable, the option is what is wrong.
+    ({"DATABASE_URL": "mysql://root:" + SECRET + "@127.0.0.1:3306/shop?ssl_ca=/no/such/ca@2026.pem"}, (), {},
+     ["DATABASE_URL", "'mysql://root:***@127.0.0.1:3306/shop?ssl_ca=/no/such/ca@2026.pem'",
+      "option ssl_ca='/no/such/ca@2026.pem' is not a readable file"]),
     ({"DATABASE_URL": "sqlite:///"}, (), {}, ["DATABASE_URL", "sqlite:///"]),
     ({"DATABASE_URL": "sqlite:////proc/no/such/dir/x.db"}, (), {}, ["DATABASE_URL", "cannot use the database"]),
     ({"REDIS_URL": "redis://127.0.0.1:1/0"}, (), {}, ["REDIS_URL", "redis://127.0.0.1:1/0", "cannot reach Redis"]),
@@ -148,6 +152,29 @@ def test_mask_url_hides_a_password_that_reads_as_a_query_whole():
     # Read as urlsplit and the drivers read it, "c" is an unknown option and all after "c=" its value;
     # read as meant, "a=b?c=d" is the password. Either way it is a secret, so all of it is hidden.
     assert mask_url("mysql://u:a=b?c=d@db/shop?ssl_ca=/ca.pem") == "mysql://u:***"
+
+
+@pytest.mark.parametrize("url", [
+    "mysql://u:***@db.internal:3306/shop?ssl_ca=/etc/ssl/ca@2026.pem",
+    "mysql://db.internal:3306/shop?ssl_ca=/etc/ssl/ca@2026.pem&ssl_verify_identity=true",
+    "rediss://:***@r.internal:6380/0?ssl_ca_certs=/etc/ssl/ca@2026.pem",
+    "mysql://u@db.internal/shop?unix_socket=/run/a@b.sock",
+])
+def test_an_at_sign_in_an_options_value_leaves_the_host_and_the_option_readable(url):
+    """Only the authority (up to the first / ? #) holds a userinfo when it reads as [userinfo@]host[:port]."""
+    assert mask_url(url.replace("***", "pw")) == url
+
+
+@pytest.mark.parametrize(("name", "url"), [
+    ("DATABASE_URL", "mysql://u:pw@db.internal:3306/shop?ssl_ca=/no/such/ca@2026.pem"),
+    ("REDIS_URL", "rediss://:pw@r.internal:6380/0?ssl_ca_certs=/no/such/ca@2026.pem"),
+])
+def test_an_at_sign_in_an_options_value_is_an_option_error_not_a_password_one(name, url):
+    with pytest.raises(ConfigError) as error:
+        CrawlConfig.from_settings({name: url})
+    message = str(error.value)
+    assert f"{url.replace(':pw@', ':***@')!r}" in message and "'/no/such/ca@2026.pem' is not a readable file" in message
+    assert "percent-encode" not in message and "pw" not in message
 
 
 @pytest.mark.parametrize("userinfo", ["u:pw@", "u@", ""])

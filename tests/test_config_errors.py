@@ -47,6 +47,9 @@ BAD = [
     ({"REDIS_URL": "redis://127.0.0.1:1/0"}, (), {}, ["REDIS_URL", "redis://127.0.0.1:1/0", "cannot reach Redis"]),
     ({"REDIS_URL": "redis://:" + SECRET + "@127.0.0.1:1/0"}, (), {}, ["REDIS_URL", ":***@127.0.0.1:1", "cannot reach"]),
     ({"REDIS_URL": "http://127.0.0.1:6379"}, (), {}, ["REDIS_URL", "unknown scheme"]),
+    # redis-py would quietly use database 0 for a path that is not a number.
+    ({"REDIS_URL": "redis://127.0.0.1:6379/abc"}, (), {},
+     ["REDIS_URL", "'redis://127.0.0.1:6379/abc'", "the database (the path after the host) must be a whole number"]),
     ({}, (), {"DATABASE_URL": "oracle://scott:" + SECRET + "@db/x"}, ["DATABASE_URL", "scott:***@", "unknown scheme"]),
     ({}, (), {"MAX_REQUESTS_PER_SECOND": "0"}, ["MAX_REQUESTS_PER_SECOND", "'0'"]),
     ({"PRODUCT_FIELDS": "sku=data.sku"}, (), {}, ["PRODUCT_FIELDS", "'sku=data.sku'", "unknown column 'sku'"]),
@@ -275,3 +278,22 @@ def test_the_crawl_refuses_a_password_with_an_unencoded_question_mark_with_the_h
     lines = [line for line in result.stderr.splitlines() if "error" in line.lower()]
     assert lines == ["productcrawler: configuration error: DATABASE_URL='mysql://u:***@127.0.0.1/shop' "
                      f"has query options that cannot be read{HINT}"], result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("url", ["redis://r.internal/abc", "redis://r.internal:6379/-1", "rediss://r.internal:6380/0/1",
+                                 "redis://r.internal/1x", "redis://r.internal/%C2%B3", "redis://r.internal/0?db=-1",
+                                 "redis+cluster://r.internal:6379/abc"])
+def test_a_redis_database_that_is_not_a_whole_number_is_refused(url):
+    with pytest.raises(ConfigError) as error:
+        CrawlConfig.from_settings({"REDIS_URL": url})
+    assert str(error.value).startswith(f"REDIS_URL={url!r}") and "must be a whole number" in str(error.value)
+
+
+@pytest.mark.parametrize(("url", "db"), [("redis://r.internal:6379", 0), ("redis://r.internal:6379/", 0),
+                                         ("redis://r.internal:6379/15", 15), ("rediss://r.internal/3", 3),
+                                         ("redis://r.internal/?db=2", 2), ("unix:///run/redis.sock?db=1", 1)])
+def test_a_redis_database_that_is_a_whole_number_is_the_one_redis_py_selects(url, db):
+    from redis.connection import parse_url
+
+    assert CrawlConfig.from_settings({"REDIS_URL": url}).redis_url == url
+    assert parse_url(url).get("db", 0) == db

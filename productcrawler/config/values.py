@@ -250,6 +250,11 @@ def _redis_url(url: str) -> str:
         options = parse_options(parts.query, REDIS_OPTIONS)
     except ValueError as error:
         raise ConfigError(f"{name}={shown(name, url)} {_options_error(url, error)}") from None
+    db = unquote(parts.path).strip("/")
+    if parts.scheme != "unix" and db and not (db.isascii() and db.isdigit()):
+        # redis-py would quietly select database 0 instead.
+        raise ConfigError(f"{name}={shown(name, url)}: the database (the path after the host) must be "
+                          "a whole number, 0 or more: redis://host:port/0")
     tls = sorted(REDIS_TLS_OPTIONS.intersection(options))
     if tls and not parts.scheme.startswith("rediss"):
         raise ConfigError(f"{name}={shown(name, url)} gives {tls[0]} without TLS; "

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 
 import pytest
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.storage.target import DatabaseTarget
-from tests.conftest import crawl_env, run_crawl
+from tests.conftest import ROOT, crawl_env, run_crawl
 
 SECRET = "s3cr3t-pw"
 
@@ -297,3 +299,30 @@ def test_a_redis_database_that_is_a_whole_number_is_the_one_redis_py_selects(url
 
     assert CrawlConfig.from_settings({"REDIS_URL": url}).redis_url == url
     assert parse_url(url).get("db", 0) == db
+
+
+@pytest.mark.parametrize(("name", "url", "pieces", "says"), [
+    # The password "@127.0.0.1/Zq9Xv": root with no password, and the rest of it read as the database.
+    ("DATABASE_URL", "mysql://root:@127.0.0.1/Zq9Xv@127.0.0.1:3306/shop", ["Zq9Xv"], "cannot use the database"),
+    # The password "Zq@localhost:1/Xv": its middle read as the host and port.
+    ("DATABASE_URL", "mysql://root:Zq@localhost:1/Xv@127.0.0.1:3306/shop", ["Zq", "localhost", "Xv"],
+     "cannot use the database"),
+    ("REDIS_URL", "redis://:Zq@localhost:1#Xv@127.0.0.1:6379/0", ["Zq", "localhost", "Xv"], "cannot reach Redis"),
+])
+def test_a_driver_error_about_a_misread_password_quotes_no_part_of_it(tmp_path, name, url, pieces, says):
+    """The real MariaDB and Redis: their drivers name what they were given, here pieces of the password."""
+    settings = {"DATABASE_URL": f"sqlite:///{tmp_path}/x.db", name: url}
+    result = run_crawl(settings=settings, timeout=60)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"productcrawler: configuration error: {name}=") and says in lines[0], lines[0]
+    assert lines[0].endswith(HINT), lines[0]
+    for piece in pieces:
+        assert piece not in result.stderr + result.stdout, (piece, lines[0])
+    # scrapy progress reaches the same servers with the same URLs.
+    shown = subprocess.run([sys.executable, "-m", "scrapy", "progress"], cwd=ROOT, env=crawl_env(**settings),
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert shown.returncode == 2 and says in shown.stderr and shown.stderr.rstrip().endswith(HINT), shown.stderr
+    for piece in pieces:
+        assert piece not in shown.stderr + shown.stdout, (piece, shown.stderr)

@@ -24,7 +24,12 @@ It differs only in how a response is read:
   aiohttp's decoded strings, and raises ``UnicodeEncodeError`` on a header
   value that is not UTF-8, where this one returns the response);
 - timeouts, IP addresses and response classes are computed once per distinct
-  value and kept.
+  value and kept;
+- an answer whose connection gave aiohttp no peer address (the socket was
+  gone as its transport was made) is a response with ``ip_address=None``, as
+  Scrapy's HTTP/1.1 handler gives it and ``Response.ip_address`` allows: Scrapy's
+  aiohttp handler asserts there is one, which would turn an answer into an
+  error no retry handles and that the guard would blame on ``DOWNLOAD_HANDLERS``.
 
 The class is a subclass of Scrapy's handler (in a private module in Scrapy
 2.19: one more reason Scrapy is pinned) and overrides its documented hooks and

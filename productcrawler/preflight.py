@@ -59,7 +59,7 @@ def _check_database(url: str) -> None:
     except Exception as error:  # noqa: BLE001 - any driver error is a configuration problem here
         # A password with an unencoded / or # can still leave a host and database to try (the wrong ones).
         raise ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: "
-                          f"{describe(error, tls_option='ssl_ca')}{password_hint(url)}") from None
+                          f"{describe(error, url, tls_option='ssl_ca')}") from None
 
 
 def _check_redis(url: str) -> None:
@@ -74,7 +74,7 @@ def _check_redis(url: str) -> None:
             client.close()
     except Exception as error:  # noqa: BLE001
         raise ConfigError(f"REDIS_URL={mask_url(url)!r}: cannot reach Redis: "
-                          f"{describe(error, tls_option='ssl_ca_certs')}{password_hint(url)}") from None
+                          f"{describe(error, url, tls_option='ssl_ca_certs')}") from None
     if in_cluster:
         raise ConfigError(f"REDIS_URL={mask_url(url)!r} is a node of a Redis Cluster: use "
                           "redis+cluster://host:port (rediss+cluster:// over TLS)")
@@ -89,13 +89,25 @@ def _cluster_enabled(client: Any) -> bool:
         return False
 
 
-def describe(error: BaseException, *, tls_option: str) -> str:
-    """One line for a driver error; a failed TLS handshake says so and names the option to check."""
+def describe(error: BaseException, url: str, *, tls_option: str) -> str:
+    """One line for a driver error about ``url``; a failed TLS handshake says so and names the option to check.
+
+    When ``url``'s password reads as its host, port or database (an unencoded
+    ``/?#`` and ``@``: :func:`password_hint`), the driver's message is left out:
+    it names what the driver was given, pieces of the password. The error's
+    class and code remain, and the hint ends the line.
+    """
     tls = _tls_error(error)
+    code = error.args[0] if len(error.args) == 2 and isinstance(error.args[0], int) else None  # pymysql
+    hint = password_hint(url)
+    if hint:
+        kind = "TLS handshake failed" if tls is not None else type(error).__name__
+        return (f"{kind}{'' if code is None else f' (error {code})'} (the driver's message is not shown: "
+                f"the host, port or database it names may be pieces of the password){hint}")
     if tls is not None:
         return f"TLS handshake failed: {tls} (check {tls_option})"
-    if len(error.args) == 2 and isinstance(error.args[0], int):  # pymysql: (code, message)
-        return f"{error.args[1]} (error {error.args[0]})"
+    if code is not None:
+        return f"{error.args[1]} (error {code})"
     return str(error) or type(error).__name__
 
 

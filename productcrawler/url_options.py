@@ -66,6 +66,12 @@ def _integer(value: str) -> int:
         raise ValueError("is not an integer") from None
 
 
+def _database(value: str) -> int:
+    if not (value.isascii() and value.isdigit()):
+        raise ValueError("must be a whole number, 0 or more")
+    return int(value)
+
+
 def _choice(*allowed: str) -> Callable[[str], str]:
     def parse(value: str) -> str:
         if value not in allowed:
@@ -97,7 +103,7 @@ REDIS_OPTIONS: dict[str, Callable[[str], Any]] = {
     "socket_timeout": _number,
     "socket_connect_timeout": _number,
     "health_check_interval": _integer,
-    "db": _integer,
+    "db": _database,
 }
 #: REDIS_URL options that only mean something over TLS (rediss://).
 REDIS_TLS_OPTIONS = frozenset(name for name in REDIS_OPTIONS if name.startswith("ssl_"))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 
 import pytest
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.storage.target import DatabaseTarget
-from tests.conftest import crawl_env, run_crawl
+from tests.conftest import ROOT, crawl_env, run_crawl
 
 SECRET = "s3cr3t-pw"
 
@@ -38,11 +40,18 @@ BAD = [
     ({"DATABASE_URL": "mysql://nobody:" + SECRET + "@127.0.0.1:3306/db"}, (), {},
      ["DATABASE_URL", "nobody:***@", "Access denied"]),
     ({"DATABASE_URL": "mysql://root@127.0.0.1:3306"}, (), {}, ["DATABASE_URL", "database name"]),
+    # An "@" in an option's value ends no userinfo: the host stays readable, the option is what is wrong.
+    ({"DATABASE_URL": "mysql://root:" + SECRET + "@127.0.0.1:3306/shop?ssl_ca=/no/such/ca@2026.pem"}, (), {},
+     ["DATABASE_URL", "'mysql://root:***@127.0.0.1:3306/shop?ssl_ca=/no/such/ca@2026.pem'",
+      "option ssl_ca='/no/such/ca@2026.pem' is not a readable file"]),
     ({"DATABASE_URL": "sqlite:///"}, (), {}, ["DATABASE_URL", "sqlite:///"]),
     ({"DATABASE_URL": "sqlite:////proc/no/such/dir/x.db"}, (), {}, ["DATABASE_URL", "cannot use the database"]),
     ({"REDIS_URL": "redis://127.0.0.1:1/0"}, (), {}, ["REDIS_URL", "redis://127.0.0.1:1/0", "cannot reach Redis"]),
     ({"REDIS_URL": "redis://:" + SECRET + "@127.0.0.1:1/0"}, (), {}, ["REDIS_URL", ":***@127.0.0.1:1", "cannot reach"]),
     ({"REDIS_URL": "http://127.0.0.1:6379"}, (), {}, ["REDIS_URL", "unknown scheme"]),
+    # redis-py would quietly use database 0 for a path that is not a number.
+    ({"REDIS_URL": "redis://127.0.0.1:6379/abc"}, (), {},
+     ["REDIS_URL", "'redis://127.0.0.1:6379/abc'", "the database (the path after the host) must be a whole number"]),
     ({}, (), {"DATABASE_URL": "oracle://scott:" + SECRET + "@db/x"}, ["DATABASE_URL", "scott:***@", "unknown scheme"]),
     ({}, (), {"MAX_REQUESTS_PER_SECOND": "0"}, ["MAX_REQUESTS_PER_SECOND", "'0'"]),
     ({"PRODUCT_FIELDS": "sku=data.sku"}, (), {}, ["PRODUCT_FIELDS", "'sku=data.sku'", "unknown column 'sku'"]),
@@ -150,6 +159,29 @@ def test_mask_url_hides_a_password_that_reads_as_a_query_whole():
     assert mask_url("mysql://u:a=b?c=d@db/shop?ssl_ca=/ca.pem") == "mysql://u:***"
 
 
+@pytest.mark.parametrize("url", [
+    "mysql://u:***@db.internal:3306/shop?ssl_ca=/etc/ssl/ca@2026.pem",
+    "mysql://db.internal:3306/shop?ssl_ca=/etc/ssl/ca@2026.pem&ssl_verify_identity=true",
+    "rediss://:***@r.internal:6380/0?ssl_ca_certs=/etc/ssl/ca@2026.pem",
+    "mysql://u@db.internal/shop?unix_socket=/run/a@b.sock",
+])
+def test_an_at_sign_in_an_options_value_leaves_the_host_and_the_option_readable(url):
+    """Only the authority (up to the first / ? #) holds a userinfo when it reads as [userinfo@]host[:port]."""
+    assert mask_url(url.replace("***", "pw")) == url
+
+
+@pytest.mark.parametrize(("name", "url"), [
+    ("DATABASE_URL", "mysql://u:pw@db.internal:3306/shop?ssl_ca=/no/such/ca@2026.pem"),
+    ("REDIS_URL", "rediss://:pw@r.internal:6380/0?ssl_ca_certs=/no/such/ca@2026.pem"),
+])
+def test_an_at_sign_in_an_options_value_is_an_option_error_not_a_password_one(name, url):
+    with pytest.raises(ConfigError) as error:
+        CrawlConfig.from_settings({name: url})
+    message = str(error.value)
+    assert f"{url.replace(':pw@', ':***@')!r}" in message and "'/no/such/ca@2026.pem' is not a readable file" in message
+    assert "percent-encode" not in message and "pw" not in message
+
+
 @pytest.mark.parametrize("userinfo", ["u:pw@", "u@", ""])
 def test_an_at_sign_in_a_secret_options_value_does_not_end_the_userinfo_there(userinfo):
     # Ending the userinfo at the URL's last "@" regardless would show what follows it.
@@ -248,3 +280,49 @@ def test_the_crawl_refuses_a_password_with_an_unencoded_question_mark_with_the_h
     lines = [line for line in result.stderr.splitlines() if "error" in line.lower()]
     assert lines == ["productcrawler: configuration error: DATABASE_URL='mysql://u:***@127.0.0.1/shop' "
                      f"has query options that cannot be read{HINT}"], result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("url", ["redis://r.internal/abc", "redis://r.internal:6379/-1", "rediss://r.internal:6380/0/1",
+                                 "redis://r.internal/1x", "redis://r.internal/%C2%B3", "redis://r.internal/0?db=-1",
+                                 "redis+cluster://r.internal:6379/abc"])
+def test_a_redis_database_that_is_not_a_whole_number_is_refused(url):
+    with pytest.raises(ConfigError) as error:
+        CrawlConfig.from_settings({"REDIS_URL": url})
+    assert str(error.value).startswith(f"REDIS_URL={url!r}") and "must be a whole number" in str(error.value)
+
+
+@pytest.mark.parametrize(("url", "db"), [("redis://r.internal:6379", 0), ("redis://r.internal:6379/", 0),
+                                         ("redis://r.internal:6379/15", 15), ("rediss://r.internal/3", 3),
+                                         ("redis://r.internal/?db=2", 2), ("unix:///run/redis.sock?db=1", 1)])
+def test_a_redis_database_that_is_a_whole_number_is_the_one_redis_py_selects(url, db):
+    from redis.connection import parse_url
+
+    assert CrawlConfig.from_settings({"REDIS_URL": url}).redis_url == url
+    assert parse_url(url).get("db", 0) == db
+
+
+@pytest.mark.parametrize(("name", "url", "pieces", "says"), [
+    # The password "@127.0.0.1/Zq9Xv": root with no password, and the rest of it read as the database.
+    ("DATABASE_URL", "mysql://root:@127.0.0.1/Zq9Xv@127.0.0.1:3306/shop", ["Zq9Xv"], "cannot use the database"),
+    # The password "Zq@localhost:1/Xv": its middle read as the host and port.
+    ("DATABASE_URL", "mysql://root:Zq@localhost:1/Xv@127.0.0.1:3306/shop", ["Zq", "localhost", "Xv"],
+     "cannot use the database"),
+    ("REDIS_URL", "redis://:Zq@localhost:1#Xv@127.0.0.1:6379/0", ["Zq", "localhost", "Xv"], "cannot reach Redis"),
+])
+def test_a_driver_error_about_a_misread_password_quotes_no_part_of_it(tmp_path, name, url, pieces, says):
+    """The real MariaDB and Redis: their drivers name what they were given, here pieces of the password."""
+    settings = {"DATABASE_URL": f"sqlite:///{tmp_path}/x.db", name: url}
+    result = run_crawl(settings=settings, timeout=60)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"productcrawler: configuration error: {name}=") and says in lines[0], lines[0]
+    assert lines[0].endswith(HINT), lines[0]
+    for piece in pieces:
+        assert piece not in result.stderr + result.stdout, (piece, lines[0])
+    # scrapy progress reaches the same servers with the same URLs.
+    shown = subprocess.run([sys.executable, "-m", "scrapy", "progress"], cwd=ROOT, env=crawl_env(**settings),
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert shown.returncode == 2 and says in shown.stderr and shown.stderr.rstrip().endswith(HINT), shown.stderr
+    for piece in pieces:
+        assert piece not in shown.stderr + shown.stdout, (piece, shown.stderr)

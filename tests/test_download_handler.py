@@ -190,6 +190,36 @@ def test_a_json_answer_is_the_same_response(fresh: Server) -> None:
     assert str(response.ip_address) == "127.0.0.1" and response.protocol == "HTTP/1.1"
 
 
+def test_an_answer_without_a_peer_address_is_a_response_without_ip_address(fresh: Server) -> None:
+    """aiohttp gives no peer address when the socket was gone as its transport was made (getpeername failed).
+
+    Scrapy 2.19's aiohttp handler asserts there is one (AssertionError: no retry, and the guard
+    would blame DOWNLOAD_HANDLERS); ours answers ``ip_address=None``, as Scrapy's HTTP/1.1 handler
+    does when it has no peer, and as ``Response.ip_address`` allows.
+    """
+    async def scenario() -> tuple[BaseException | None, dict[str, Any]]:
+        handler = build_from_crawler(OURS, get_crawler())
+        request = Request(fresh.url("/json"))
+        try:
+            async with handler._session.get(request.url) as response:
+                await response.read()
+                assert response._peername is not None  # type: ignore[attr-defined]
+                response._peername = None  # type: ignore[attr-defined]
+                headers = handler._extract_headers(response)  # type: ignore[arg-type]
+                try:
+                    SCRAPY._build_base_response_args(response, request, headers)  # type: ignore[arg-type]
+                    scrapys = None
+                except AssertionError as error:
+                    scrapys = error
+                return scrapys, handler._build_base_response_args(response, request, headers)  # type: ignore[arg-type]
+        finally:
+            await handler.close()
+
+    scrapys, ours = on_reactor_loop(scenario())
+    assert isinstance(scrapys, AssertionError)  # when Scrapy's changes, look again at ours
+    assert ours["ip_address"] is None and ours["status"] == 200 and ours["protocol"] == "HTTP/1.1"
+
+
 @pytest.mark.parametrize(("path", "status", "response_class"),
                          [("/missing", 404, JsonResponse), ("/html", 200, HtmlResponse), ("/big", 200, TextResponse),
                           ("/binary", 200, Response)])

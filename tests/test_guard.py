@@ -20,7 +20,7 @@ import pytest
 from productcrawler.extensions.guard import EXIT_CODE
 from simulator import catalog, shapes
 from tests.conftest import MYSQL, REDIS_URL, mysql_query, run_crawl
-from tests.helpers import log_lines, log_time, mysql_execute, table
+from tests.helpers import dumped_stats, log_lines, log_time, mysql_execute, table
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -91,10 +91,22 @@ def assert_stopped_harmlessly(result, simulator, mysql_url, earlier, words, max_
     assert table(mysql_url, "products") == earlier[0]
     assert table(mysql_url, "crawl_failures") == earlier[1]
     assert "0 stored, 0 missing, 0 failed in this run" in result.stderr
+    assert failed_reasons(result) == {}  # the stats count what was recorded, not what the guard dropped
     # The pass is left to resume.
     assert "is not complete" in result.stderr and "the next run resumes it" in result.stderr
     assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_passes WHERE start_id = 1 AND end_id = 50000 "
                                   "AND finished_at IS NULL") == [(1,)]
+
+
+def failed_reasons(result) -> dict[str, float]:
+    """The crawl's final ``productcrawler/failed_reason/<reason>`` stats, by reason."""
+    prefix = "productcrawler/failed_reason/"
+    return {key.removeprefix(prefix): value for key, value in dumped_stats(result.stderr, prefix).items()}
+
+
+def recorded_reasons(mysql_url: str) -> dict[str, float]:
+    return {reason: float(count) for reason, count in mysql_query(
+        mysql_url, "SELECT reason, COUNT(*) FROM crawl_failures WHERE outcome = 'failed' GROUP BY reason")}
 
 
 def test_wrong_api_key(clean_simulator, mysql_url, earlier_pass):
@@ -154,6 +166,7 @@ def test_a_key_revoked_mid_crawl_stops_the_crawl_and_the_pass_resumes(clean_simu
     # Nothing failed; every row written belongs to an answer given before the revocation.
     answered = {product_id: status for _at, product_id, status, _fault in arrivals if status != 401}
     assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures WHERE outcome = 'failed'") == [(0,)]
+    assert failed_reasons(result) == {}
     stored = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products")}
     missing = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM crawl_failures")}
     assert stored and all(answered.get(i) == 200 for i in stored)
@@ -238,6 +251,7 @@ def test_an_api_that_never_answers_stops_the_crawl_and_the_next_run_completes_th
         assert words in errors[0], (words, errors[0])
     assert "Finished (guard_no_answers)" in result.stderr
     assert "0 stored, 0 missing, 0 failed in this run" in result.stderr
+    assert failed_reasons(result) == {}
     stopped = log_time(result.stderr, "Stopping the crawl") - log_time(result.stderr, "Starting pass")
     assert stopped.total_seconds() <= STOP_WITHIN + (7 if not retries else 0)  # backoff: at most 1 + 2 + 4 s an id
     # No id recorded failed: the pass is left to resume.
@@ -269,6 +283,7 @@ def test_ids_without_an_answer_among_products_do_not_stop_the_crawl(clean_simula
     assert mysql_query(mysql_url, "SELECT product_id, http_status, reason FROM crawl_failures "
                                   "WHERE outcome = 'failed' ORDER BY product_id") == [
         (product_id, None, "timeout") for product_id in hanging]
+    assert failed_reasons(result) == recorded_reasons(mysql_url) == {"timeout": len(hanging)}
     stored = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products")}
     assert stored == {i for i in range(1, end + 1) if not catalog.is_missing(i)} - set(hanging)
 
@@ -288,6 +303,7 @@ def test_guard_no_answers_0_turns_that_check_off(mysql_url, tmp_path):
     assert "Finished (finished)" in off.stderr and "0 stored, 0 missing, 300 failed in this run" in off.stderr
     assert mysql_query(mysql_url, "SELECT outcome, reason, COUNT(*) FROM crawl_failures GROUP BY outcome, reason") == [
         ("failed", "connection_refused", 300)]
+    assert failed_reasons(off) == recorded_reasons(mysql_url) == {"connection_refused": 300}
     # Only that setting tells this crawl from one the guard stops.
     on = run_crawl(*command, settings={**settings, "DATABASE_URL": f"sqlite:///{tmp_path}/on.db",
                                        "GUARD_NO_ANSWERS": 20})

@@ -182,7 +182,8 @@ def test_retries_then_gives_up_as_failed() -> None:
     assert stat(policy, "retry/count") == 3
     assert stat(policy, "retry/reason_count/http_503") == 3
     assert stat(policy, "retry/max_reached") == 1
-    assert stat(policy, stat_keys.failed_reason("http_503")) == 1
+    # Counted by the storage pipeline once recorded (the guard may drop it): test_storage_pipeline.py, test_guard.py.
+    assert stat(policy, stat_keys.failed_reason("http_503")) is None
 
 
 def test_give_up_keeps_the_last_reason_and_status() -> None:

@@ -65,7 +65,6 @@ def test_any_other_final_status_is_failed_with_it(status: int, retry_times: int)
     spider = make_spider()
     assert spider.parse(answer(status, retry_times=retry_times)) == [
         FailureItem(7, FAILED, status, f"http_{status}", retry_times + 1)]
-    assert spider.crawler.stats.get_value(stat_keys.failed_reason(f"http_{status}")) == 1
 
 
 def test_a_product_is_parsed() -> None:
@@ -100,7 +99,6 @@ def test_a_download_error_after_its_retries_is_failed_with_a_short_reason() -> N
     spider = make_spider()
     assert spider.on_error(failure_of(DownloadTimeoutError("slow"), retry_times=2)) == [
         FailureItem(7, FAILED, None, "timeout", 3)]
-    assert spider.crawler.stats.get_value(stat_keys.failed_reason("timeout")) == 1
 
 
 def test_an_unexpected_error_is_failed_with_its_type_and_message() -> None:

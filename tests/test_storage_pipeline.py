@@ -10,7 +10,7 @@ import threading
 import time
 
 from tests.conftest import ROOT, crawl_env, mysql_query, run_crawl
-from tests.helpers import read_lines, start_crawl
+from tests.helpers import dumped_stats, read_lines, start_crawl
 
 # A spider that hands the pipeline items directly, one of them out of range
 # for DECIMAL(10,2): cleaning would never let it through, so this is the
@@ -53,6 +53,9 @@ def test_a_row_the_database_rejects_is_recorded_and_the_rest_of_its_batch_stored
     failures = mysql_query(mysql_url, "SELECT product_id, outcome, reason FROM crawl_failures ORDER BY product_id")
     assert [f[:2] for f in failures] == [(5, "failed"), (11, "failed")]
     assert failures[0][2].startswith("db_rejected") and "range" in failures[0][2]
+    # The stats count the failures recorded, by reason (a rejected row's error message is not part of the key).
+    assert dumped_stats(result.stderr, "productcrawler/failed_reason/") == {
+        "productcrawler/failed_reason/db_rejected": 1, "productcrawler/failed_reason/http_503": 1}
     assert "rejected the row of product 5" in result.stderr
     # Rejected twice (its row, then its failure row), then dropped: the crawl ends instead of retrying forever.
     assert result.stderr.count("rejected the row of product 3000000000") == 2

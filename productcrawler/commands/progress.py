@@ -43,7 +43,7 @@ class Command(ScrapyCommand):
             return
         except (RedisError, RedisClusterException) as error:
             print(f"productcrawler: REDIS_URL={mask_url(config.redis_url)!r}: cannot reach Redis: "
-                  f"{describe(error, tls_option='ssl_ca_certs')}", file=sys.stderr)
+                  f"{describe(error, config.redis_url or '', tls_option='ssl_ca_certs')}", file=sys.stderr)
             self.exitcode = 2
             return
         print("\n".join(lines))
@@ -86,7 +86,7 @@ def _from_database(config: CrawlConfig) -> list[str]:
         connection = target.connect()
     except Exception as error:  # noqa: BLE001
         raise ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: "
-                          f"{describe(error, tls_option='ssl_ca')}") from None
+                          f"{describe(error, config.database_url, tls_option='ssl_ca')}") from None
     try:
         cursor = connection.cursor()
         try:

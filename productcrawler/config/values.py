@@ -11,10 +11,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from productcrawler.payload import PayloadShape
-from productcrawler.url_options import MYSQL_OPTIONS, REDIS_OPTIONS, REDIS_TLS_OPTIONS, parse_options, secret_values
+from productcrawler.url_options import (
+    MYSQL_OPTIONS,
+    REDIS_OPTIONS,
+    REDIS_TLS_OPTIONS,
+    SECRET_OPTIONS,
+    SHOWN_OPTIONS,
+    parse_options,
+    secret_values,
+)
 
 
 class ConfigError(ValueError):
@@ -36,16 +44,16 @@ def mask_url(url: str | None) -> str | None:
     ambiguous: urlsplit (and so the drivers) ends the authority at the first
     ``/?#``, where its writer meant the userinfo to end at the last ``@`` before
     the host. So every reading is taken (no userinfo, or userinfo ending at any
-    ``@``) and what any of them calls a password or a secret option's value is
-    hidden: an odd URL may show less than it could, never part of a secret.
+    ``@`` that can end one: see :func:`_userinfo_ends`) and what any of them
+    calls a password or a secret option's value is hidden: an odd URL may show
+    less than it could, never part of a secret.
     """
     if not url:
         return url
     scheme_end = url.find("://")
     start = scheme_end + 3 if scheme_end >= 0 else 0
-    ends = [None] + ([i for i in range(start, len(url)) if url[i] == "@"] if scheme_end >= 0 else [])
     spans: list[tuple[int, int]] = []
-    for end in ends:
+    for end in [None, *_userinfo_ends(url)]:
         if end is not None and (colon := url.find(":", start, end)) >= 0:
             spans.append((colon + 1, end))  # the password
         query = url.find("?", start if end is None else end + 1)
@@ -57,6 +65,43 @@ def mask_url(url: str | None) -> str | None:
             shown += [url[shown_to:a], "***"]
         shown_to = max(shown_to, b)
     return "".join(shown) + url[shown_to:]
+
+
+#: An authority (all up to the first ``/?#``) that reads as ``[userinfo@]host[:port]``.
+_PLAIN_AUTHORITY = re.compile(r"(?:.*@)?(?:\[[^\]]*\]|[^:@\[\]]*)(?::[0-9]+)?")
+_OPTION_NAMES = SHOWN_OPTIONS | SECRET_OPTIONS
+
+
+def _userinfo_ends(url: str) -> list[int]:
+    """Where ``url``'s userinfo may end: every ``@`` after the scheme, but those in an option's value.
+
+    An ``@`` inside the value of one of our options (``?ssl_ca=/etc/ca@2026.pem``)
+    ends no userinfo when the authority urlsplit reads is a plain
+    ``[userinfo@]host[:port]``: ending it there would take a password that holds
+    ``?ssl_ca=`` itself. When that authority is not plain (``u:pa`` of a password
+    ``pa?ssl_ca=/x`` read as a port), the password may well run into the query:
+    every ``@`` counts.
+    """
+    scheme_end = url.find("://")
+    if scheme_end < 0:
+        return []
+    start = scheme_end + 3
+    ends = [i for i in range(start, len(url)) if url[i] == "@"]
+    authority_end = next((i for i in range(start, len(url)) if url[i] in "/?#"), len(url))
+    query = url.find("?", authority_end)
+    fragment = url.find("#", authority_end)
+    if (query < 0 or 0 <= fragment < query
+            or not _PLAIN_AUTHORITY.fullmatch(url[start:authority_end])):
+        return ends
+    query_end = fragment if fragment >= 0 else len(url)
+    in_values: set[int] = set()
+    offset = query + 1
+    for part in url[offset:query_end].split("&"):
+        name, sep, _ = part.partition("=")
+        if sep and unquote(name) in _OPTION_NAMES:
+            in_values.update(range(offset + len(name) + 1, offset + len(part)))
+        offset += len(part) + 1
+    return [i for i in ends if i not in in_values]
 
 
 _USERINFO = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^\s/:@'\"]*:)[^\s/@'\"]*@", re.IGNORECASE)
@@ -75,15 +120,14 @@ PASSWORD_HINT = "if the password contains ? # / or @, percent-encode it (e.g. ? 
 
 
 def ambiguous_userinfo(url: str) -> bool:
-    """Whether ``url``'s userinfo (all before the last ``@`` ahead of the host) holds ``?``, ``#`` or ``/``.
+    """Whether ``url``'s userinfo (all before the last ``@`` that can end it) holds ``?``, ``#`` or ``/``.
 
     urlsplit, and so the drivers, end the authority at the first of them: the
     rest of the password is read as the port, the options or the path, and the
     error about those would send its reader looking in the wrong place.
     """
-    scheme_end = url.find("://")
-    at = url.rfind("@")
-    return 0 <= scheme_end < at and any(c in url[scheme_end + 3:at] for c in "?#/")
+    ends = _userinfo_ends(url)
+    return bool(ends) and any(c in url[url.find("://") + 3:ends[-1]] for c in "?#/")
 
 
 def password_hint(url: str) -> str:
@@ -206,6 +250,11 @@ def _redis_url(url: str) -> str:
         options = parse_options(parts.query, REDIS_OPTIONS)
     except ValueError as error:
         raise ConfigError(f"{name}={shown(name, url)} {_options_error(url, error)}") from None
+    db = unquote(parts.path).strip("/")
+    if parts.scheme != "unix" and db and not (db.isascii() and db.isdigit()):
+        # redis-py would quietly select database 0 instead.
+        raise ConfigError(f"{name}={shown(name, url)}: the database (the path after the host) must be "
+                          "a whole number, 0 or more: redis://host:port/0")
     tls = sorted(REDIS_TLS_OPTIONS.intersection(options))
     if tls and not parts.scheme.startswith("rediss"):
         raise ConfigError(f"{name}={shown(name, url)} gives {tls[0]} without TLS; "

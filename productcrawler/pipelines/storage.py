@@ -213,7 +213,13 @@ class StoragePipeline:
         if products:
             self.stats.inc_value(stat_keys.STORED, len(products))
         for failure in failures:
-            self.stats.inc_value(stat_keys.MISSING if failure.outcome == MISSING else stat_keys.FAILED)
+            if failure.outcome == MISSING:
+                self.stats.inc_value(stat_keys.MISSING)
+            else:
+                self.stats.inc_value(stat_keys.FAILED)
+                # Recorded only: an outcome the guard or an outage drops is not counted. The reason up
+                # to its first ":", so that a message in it ("db_rejected: (1264, ...)") makes no key of its own.
+                self.stats.inc_value(stat_keys.failed_reason(failure.reason.split(":", 1)[0]))
         self.crawler.signals.send_catch_log(signals.outcomes_committed, products=products, failures=failures)
         for entry in batch:
             entry.deferred.callback(None)

@@ -171,7 +171,11 @@ class RetryPolicy:
         http_status: int | None,
         outcome: str = FAILED,
     ) -> FailureItem:
-        """The failure to store for the product id of ``request`` (a request the spider built)."""
+        """The failure to store for the product id of ``request`` (a request the spider built).
+
+        Not counted here: the guard may hold it and drop it; the storage
+        pipeline counts each failure it commits (``productcrawler/failed_reason/...``).
+        """
         if outcome not in (FAILED, MISSING):
             raise ValueError(f"outcome={outcome!r} is neither {FAILED!r} nor {MISSING!r}")
         item = FailureItem(
@@ -181,8 +185,6 @@ class RetryPolicy:
             reason=reason,
             attempts=request.meta.get("retry_times", 0) + 1,
         )
-        if outcome == FAILED:
-            self.stats.inc_value(stat_keys.failed_reason(reason))
         logger.debug(
             "Gave up on product %(product_id)s: %(outcome)s (%(reason)s) "
             "after %(attempts)d attempt(s)",

@@ -1,6 +1,6 @@
 """Item pipeline: batched upserts of products and failures, off the reactor thread.
 
-``process_item`` returns a Deferred that fires once the item's batch is
+``process_item`` returns once the item's batch is
 committed, so an item counts as scraped (and its id as done) only when its row
 is durable, and a slow or unreachable database slows the crawl down instead of
 piling items up in memory.
@@ -14,6 +14,7 @@ acknowledgement for each six.)
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import DropItem
 from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
 from productcrawler import signals, stat_keys
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
 
     from productcrawler.passes.base import Pass
     from productcrawler.storage.database import Database
@@ -50,12 +51,21 @@ _RETRY_DELAY_MAX = 8.0
 
 
 class _Pending:
-    __slots__ = ("deferred", "item", "recorded_at")
+    __slots__ = ("item", "recorded_at", "written")
 
     def __init__(self, item: ProductItem | FailureItem) -> None:
         self.item = item
-        self.deferred: Deferred[None] = Deferred()
+        # A Future, not a Deferred: process_item awaits it, and a Deferred would be made into one.
+        self.written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.recorded_at: datetime = utcnow()
+
+    def settle(self, error: BaseException | None = None) -> None:
+        if self.written.done():  # its process_item was cancelled
+            return
+        if error is None:
+            self.written.set_result(None)
+        else:
+            self.written.set_exception(error)
 
 
 class DatabaseUnavailable(Exception):
@@ -115,7 +125,7 @@ class StoragePipeline:
         self._pending.append(pending)
         if len(self._pending) >= self.batch_size:
             self._flush()
-        await maybe_deferred_to_future(pending.deferred)
+        await pending.written
         return item
 
     def _flush(self) -> None:
@@ -197,7 +207,7 @@ class StoragePipeline:
                 if isinstance(entry.item, FailureItem) and entry.item.reason.startswith("db_rejected"):
                     # Not even its failure row can be stored: drop it (not counted done; the
                     # next run fetches the id again) rather than rewrite it forever.
-                    entry.deferred.errback(DropItem(f"not written: {error}"))
+                    entry.settle(DropItem(f"not written: {error}"))
                     self._pending[:0] = batch[index + 1:]
                     return
                 entry.item = FailureItem(entry.item.product_id, FAILED, None,
@@ -222,7 +232,7 @@ class StoragePipeline:
                 self.stats.inc_value(stat_keys.failed_reason(failure.reason.split(":", 1)[0]))
         self.crawler.signals.send_catch_log(signals.outcomes_committed, products=products, failures=failures)
         for entry in batch:
-            entry.deferred.callback(None)
+            entry.settle()
 
     def _give_up(self, error: BaseException) -> None:
         """Stop writing and stop the crawl; every outcome held is dropped, not acknowledged.
@@ -237,7 +247,7 @@ class StoragePipeline:
         pending, self._pending = self._pending, []
         self._not_written += len(pending)
         for entry in pending:
-            entry.deferred.errback(_not_written())
+            entry.settle(_not_written())
         self._stop_crawl(error)
 
     def _stop_crawl(self, error: BaseException) -> None:

@@ -25,8 +25,9 @@ from tests.conftest import (
     crawl_command,
     mysql_query,
     run_crawl,
+    verifying,
 )
-from tests.helpers import LoggedCrawl, dumped_stats
+from tests.helpers import LoggedCrawl, dumped_stats, log_lines
 from tests.windows import max_in_window
 
 if TYPE_CHECKING:
@@ -283,3 +284,39 @@ def test_proxies_that_all_refuse_their_credentials_stop_the_crawl_with_exit_3(
     assert len(errors) == 1 and "check the credentials in PROXY_URLS" in errors[0], errors
     assert "wrong-pass" not in result.stderr
     assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]
+
+
+# --- an https API: the proxies tunnel (CONNECT) -------------------------------------
+
+
+def test_a_proxy_refusing_tunnels_with_403_is_rested_and_every_id_of_an_https_api_is_stored(
+        clean_https_simulator, mysql_url, proxies, certificates):
+    proxies.set_mode(2, "403")  # it refuses to tunnel to the API: its own doing, the API never saw it
+    result = run_crawl("-a", "end_id=300", env=verifying(certificates), settings=settings_for(
+        clean_https_simulator, mysql_url, proxies, DOWNLOAD_VERIFY_CERTIFICATES=True))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_every_id_done(mysql_url, 300)
+    names = labels(proxies)
+    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
+    assert stats[f"productcrawler/proxy/rests/{names[2]}"] >= 1
+    assert stats["productcrawler/proxy/failure_reason/tunnel_403"] >= 3
+    assert stats.get("productcrawler/proxy/compared", 0) == 0  # not an unclear failure: no comparison
+    assert "retry/reason_count" not in result.stderr
+    # The other two carried every request, through tunnels.
+    assert {what for i in (0, 1) for _, _, what in proxies.record(i)} == {"tunnel"}
+    assert {what for _, _, what in proxies.record(2)} == {"403"}
+
+
+def test_proxies_refusing_tunnels_for_their_credentials_stop_the_crawl_as_for_http(
+        clean_https_simulator, mysql_url, proxies, certificates):
+    urls = ",".join(proxies.urls(user=PROXY_USER, password="wrong-pass"))
+    settings = {**settings_for(clean_https_simulator, mysql_url, proxies), "PROXY_URLS": urls}
+    result = run_crawl("-a", "end_id=200", env=verifying(certificates), settings=settings, timeout=120)
+    assert result.returncode == 3, result.stderr[-3000:]
+    errors = log_lines(result.stderr, "ERROR")
+    shown = ", ".join(f"http://{PROXY_USER}:***@127.0.0.1:{url.rsplit(':', 1)[1]}" for url in urls.split(","))
+    assert len(errors) == 1 and f"check the credentials in PROXY_URLS ({shown})" in errors[0], errors
+    assert "wrong-pass" not in result.stderr
+    assert "Finished (guard_proxy_auth_failures)" in result.stderr
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]
+    assert {what for i in range(3) for _, _, what in proxies.record(i)} == {"auth"}

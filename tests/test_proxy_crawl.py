@@ -202,15 +202,29 @@ def test_a_403_that_follows_the_proxy_rests_it_one_that_follows_the_id_fails_the
     assert stats["productcrawler/proxy/not_blamed"] >= 3
 
 
-def test_when_every_proxy_rests_the_crawl_waits_and_loses_no_id(clean_simulator, mysql_url, proxies, start):
-    crawl = start_with_every_proxy_refusing(start, clean_simulator, mysql_url, proxies,
-                                            PROXY_REST_BASE=1, PROXY_REST_MAX=2)
-    time.sleep(2)
+def test_when_every_proxy_rests_for_less_than_guard_no_answers_seconds_the_crawl_waits_and_loses_no_id(
+        clean_simulator, mysql_url, proxies, start):
+    # Proxies restarting mid-crawl (answers came first in this run): ridden out, as
+    # long as they are back within GUARD_NO_ANSWERS_SECONDS (60).
+    end = CAP * 6
+    crawl = start("-a", f"end_id={end}", settings=settings_for(clean_simulator, mysql_url, proxies,
+                                                                PROXY_REST_BASE=1, PROXY_REST_MAX=2))
+    give_up = time.monotonic() + 60
+    while sum(len(proxies.forwarded(i)) for i in range(3)) < CAP:
+        assert time.monotonic() < give_up, "the crawl never used the proxies"
+        time.sleep(0.02)
+    for index in range(3):
+        proxies.set_mode(index, "refuse")
+    while not any("All 3 proxies are resting" in line for line in crawl.log):
+        assert time.monotonic() < give_up, "the crawl never waited for a proxy"
+        time.sleep(0.05)
+    time.sleep(3)
     for index in range(3):
         proxies.set_mode(index, "ok")
     code, log = crawl.wait()
     assert code == 0, log[-3000:]
-    assert_every_id_done(mysql_url, 200)
+    assert "Stopping the crawl" not in log
+    assert_every_id_done(mysql_url, end)
     assert log.count("proxies are resting") == 1
     stats = dumped_stats(log, "productcrawler/proxy/")
     assert stats["productcrawler/proxy/all_resting_waits"] >= 1
@@ -259,7 +273,8 @@ def test_a_blocked_proxy_answering_403_faster_than_the_api_does_not_stop_the_cra
 
 
 def test_an_operators_stop_does_not_wait_for_resting_proxies(clean_simulator, mysql_url, proxies, start):
-    crawl = start_with_every_proxy_refusing(start, clean_simulator, mysql_url, proxies,
+    # GUARD_NO_ANSWERS=0: the crawl waits for the proxies rather than stop itself at once.
+    crawl = start_with_every_proxy_refusing(start, clean_simulator, mysql_url, proxies, GUARD_NO_ANSWERS=0,
                                             PROXY_REST_BASE=120, PROXY_REST_MAX=240)
     crawl.process.send_signal(signal.SIGINT)
     stopped = time.monotonic()

@@ -206,7 +206,8 @@ def test_the_proxies_down_streak_grows_with_their_own_failures_and_any_answer_br
     assert "http://u:***@10.0.0.1:3128: connection_refused" in text and "pw" not in text
     assert "http://10.0.0.2:3128: rested by another instance" in text
     outage.got_through(answer=True)
-    assert outage.diagnosis() is None
+    clock[0] += 61
+    assert outage.diagnosis() is None  # the answer broke the streak: no failure of their own since
     outage.failed(proxies[1], "connection_refused")
     clock[0] += 59.9
     assert outage.diagnosis() is None  # after answers: GUARD_NO_ANSWERS_SECONDS first
@@ -217,3 +218,27 @@ def test_the_proxies_down_streak_grows_with_their_own_failures_and_any_answer_br
     off = ProxyOutage(proxies, enabled=False, seconds=60)
     off.failed(proxies[0], "connection_refused")
     assert off.diagnosis() is None
+
+
+@pytest.mark.parametrize(("through", "breaks"), [
+    (DownloadTimeoutError("slow"), True),  # the proxy took the request: the no-answer streak's case
+    (502, True),  # a gateway answered: the proxy is up
+    (200, True),
+    (407, False),  # the proxy's own failures
+    (DownloadConnectionRefusedError("refused"), False),
+    ("tunnel_407", False),
+    ("tunnel_403", False),
+    ("tunnel_502", True),  # the proxy is up, it could not reach the API
+])
+def test_what_breaks_the_proxies_down_streak(through, breaks):
+    mw = make_mw()
+    mw.process_exception(sent(mw), DownloadConnectionRefusedError("refused"))
+    assert mw.outage.streak.length == 1
+    request = sent(mw)
+    if isinstance(through, int):
+        mw.process_response(request, Response(URL, status=through, request=request))
+    elif isinstance(through, str):
+        mw.process_exception(request, tunnel_refused(int(through.split("_")[1])))
+    else:
+        mw.process_exception(request, through)
+    assert mw.outage.streak.length == (0 if breaks else 2)

@@ -30,14 +30,14 @@ while the answers are not products either.
 A 403 through a proxy that the proxy middleware re-sends through another
 proxy (productcrawler/proxies/middleware.py) is not counted: it may be the
 proxy's (a blocked exit IP), and the re-send's answer is the one that counts.
-For the same reason such an answer (a 407, a gateway's 502 or 504) does not
-break the no-answer streak, nor does any 502/504 through a proxy (its word
-that it could not reach the API: an id given up on one grows the streak).
-That streak counts ids, not attempts: a proxy's own connection failure is
-re-sent through another proxy without using a retry and never becomes an
-outcome (proxies that all fail so are proxies/outage.py's streak), so only
-what fails through the proxies as well (timeouts, connections cut) counts. No answer says nothing of
-the key, the path or the fields: it neither grows nor breaks the other streaks.
+Nor does such an answer (a 407, a gateway's 502 or 504), or any 502/504
+through a proxy (its word that it could not reach the API: an id given up on
+one grows it), break the no-answer streak. That one counts ids: a proxy's own
+connection failure is re-sent through another proxy without using a retry
+and never becomes an outcome (proxies/outage.py follows those), so only what
+fails through the proxies as well (timeouts, connections cut) counts. No
+answer says nothing of the key, the path or the fields: it neither grows nor
+breaks the other streaks.
 When its last error is not a download error (a TypeError of a broken handler
 or middleware) the message names those components instead, and Redis when the
 shared rate limit gave up on it. Once the API has answered in this run, the

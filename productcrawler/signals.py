@@ -12,6 +12,8 @@ outcomes_committed = object()
 bad_response = object()
 
 #: An id given up with no HTTP answer at all: a download error once its retries
-#: are used up, or an error that is not retried (sent by the spider's errback).
+#: are used up, or an error that is not retried (sent by the spider's errback),
+#: or with a 502/504 through a proxy, the proxy's word that the API did not
+#: answer (``error``: a ``proxies.ProxyGatewayError``).
 #: Arguments: ``request``, ``error`` (the exception).
 no_answer = object()

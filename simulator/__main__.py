@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import ssl
 import sys
 
 from .faults import DEFAULT_RETRY_AFTER, DEFAULT_SLOW_DELAY, MODES, FaultConfig
@@ -52,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="answer 401 to requests without 'Authorization: Bearer KEY'")
     parser.add_argument("--revoke-after", metavar="N",
                         help="answer 401 to every product request after the first N (a revoked key)")
+    parser.add_argument("--tls-cert", metavar="FILE", help="serve https with this certificate (PEM)")
+    parser.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert (PEM)")
     return parser
 
 
@@ -66,9 +69,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s [%(name)s] %(levelname)s: %(message)s")
+    if bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
+    tls = None
+    if args.tls_cert:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
     simulator = Simulator(config, catalog_version=args.catalog_version)
     try:
-        asyncio.run(serve(simulator, args.host, args.port))
+        asyncio.run(serve(simulator, args.host, args.port, tls))
     except OSError as exc:
         logger.error("Cannot listen on %s:%s: %s", args.host, args.port, exc)
         return 1

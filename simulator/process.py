@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import queue
+import ssl
 import subprocess
 import sys
 import threading
@@ -34,11 +35,15 @@ class SimulatorProcess:
 
     Use as a context manager, or call ``start()`` and ``stop()``. ``args`` are
     further command-line options, e.g. ``("--catalog-version", "7", "--fault", "503=1-10@2")``.
+    With ``("--tls-cert", CERT, "--tls-key", KEY)`` it serves https: pass ``ca``, the CA that
+    signed CERT, for the calls made here.
     """
 
     def __init__(self, *args: str, host: str = "127.0.0.1", port: int = 0,
-                 startup_timeout: float = 15.0) -> None:
+                 startup_timeout: float = 15.0, ca: str | Path | None = None) -> None:
         self.args = args
+        self._opener = _OPENER if ca is None else urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca)))
         self.host = host
         self.port = port
         self.startup_timeout = startup_timeout
@@ -120,7 +125,7 @@ class SimulatorProcess:
         request = urllib.request.Request(self.url + path, data=data, method=method,
                                          headers={"Content-Type": "application/json"})
         try:
-            with _OPENER.open(request, timeout=60) as response:
+            with self._opener.open(request, timeout=60) as response:
                 return json.load(response)
         except urllib.error.HTTPError as exc:
             if exc.code == 400:

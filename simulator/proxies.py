@@ -1,7 +1,8 @@
 """Local forwarding HTTP proxies that the simulator's users can break on command.
 
 ``ProxyFarm(n)`` runs ``n`` plain-HTTP forward proxies (absolute-form
-``GET http://host:port/path``, no CONNECT) on port 0 of 127.0.0.1, all in one
+``GET http://host:port/path``, and ``CONNECT host:port`` tunnels for an https
+API) on port 0 of 127.0.0.1, all in one
 asyncio loop in a background thread, so a test can start them once per
 session and point ``PROXY_URLS`` at them. Each keeps its own record of the
 requests it forwarded (the count per proxy a test compares), and can be told
@@ -16,7 +17,10 @@ to change behaviour mid-crawl:
 =========  ================================================================
 
 With ``user``/``password`` set, a request without the matching Basic
-``Proxy-Authorization`` is answered 407 (recorded as ``auth``).
+``Proxy-Authorization`` is answered 407 (recorded as ``auth``). The modes
+apply to a CONNECT as to any request (a tunnel refused with 407 or 403). A
+proxy that cannot reach the API answers ``502 Bad Gateway`` (recorded as
+``502``), as real proxies do; a tunnel it opened is recorded as ``tunnel``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ class _Listener:
     mode: str = "ok"
     server: asyncio.Server | None = None
     writers: set[asyncio.StreamWriter] = field(default_factory=set)
-    #: (time.time(), path, what): what is "forwarded", "407", "403" or "auth".
+    #: (time.time(), path, what): what is "forwarded", "tunnel", "407", "403", "auth" or "502".
     record: list[tuple[float, str, str]] = field(default_factory=list)
 
 
@@ -154,11 +158,19 @@ class ProxyFarm:
                     continue
                 if listener.mode == "slow":
                     await asyncio.sleep(self.slow_delay)
+                if method == b"CONNECT":
+                    await self._tunnel(listener, target.decode("latin-1"), reader, writer)
+                    return
                 address = (parts.hostname or "127.0.0.1", parts.port or 80)
                 if up_writer is None or upstream != address or pump is None or pump.done():
                     if up_writer is not None:
                         up_writer.close()
-                    up_reader, up_writer = await asyncio.open_connection(*address)
+                    try:
+                        up_reader, up_writer = await asyncio.open_connection(*address)
+                    except OSError:
+                        up_writer = None
+                        await self._bad_gateway(listener, path, writer)
+                        continue
                     upstream = address
                     pump = asyncio.ensure_future(self._pump(up_reader, writer))
                 kept = b"".join(k + b":" + v + b"\r\n" for k, v in headers
@@ -176,6 +188,32 @@ class ProxyFarm:
             for w in (up_writer, writer):
                 if w is not None:
                     w.close()
+
+    async def _tunnel(self, listener: _Listener, target: str, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter) -> None:
+        """CONNECT: bytes both ways between the client and ``target`` until either side closes."""
+        host, _, port = target.rpartition(":")
+        try:
+            up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        except (OSError, ValueError):
+            await self._bad_gateway(listener, target, writer)
+            return
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        listener.record.append((time.time(), target, "tunnel"))
+        pump = asyncio.ensure_future(self._pump(up_reader, writer))
+        try:
+            while data := await reader.read(65536):
+                up_writer.write(data)
+                await up_writer.drain()
+        finally:
+            pump.cancel()
+            up_writer.close()
+
+    @staticmethod
+    async def _bad_gateway(listener: _Listener, path: str, writer: asyncio.StreamWriter) -> None:
+        listener.record.append((time.time(), path, "502"))
+        writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
 
     def _answer(self, listener: _Listener, given: bytes | None) -> str | None:
         """What to answer instead of forwarding, if anything."""

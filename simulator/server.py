@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import signal
+import ssl
 import time
 from array import array
 from collections import Counter, deque
@@ -268,19 +269,21 @@ class Simulator:
         return _json(200, b'{"status":"ok"}')
 
 
-async def serve(simulator: Simulator, host: str, port: int) -> None:
-    """Listen on ``host:port`` (0: any free port), announce it on stdout, run until SIGTERM/SIGINT."""
+async def serve(simulator: Simulator, host: str, port: int, tls: ssl.SSLContext | None = None) -> None:
+    """Listen on ``host:port`` (0: any free port; https with ``tls``), announce it on stdout, run until
+    SIGTERM/SIGINT."""
     runner = web.AppRunner(simulator.make_app(), access_log=None, handler_cancellation=True,
                            shutdown_timeout=0.25)
     await runner.setup()
     try:
-        await web.TCPSite(runner, host, port, backlog=1024).start()
+        await web.TCPSite(runner, host, port, backlog=1024, ssl_context=tls).start()
         bound_port = runner.addresses[0][1]
         url_host = f"[{host}]" if ":" in host else host
-        print(f"{LISTENING} http://{url_host}:{bound_port}", flush=True)
+        scheme = "http" if tls is None else "https"
+        print(f"{LISTENING} {scheme}://{url_host}:{bound_port}", flush=True)
         config = simulator.startup_config
-        logger.info("Simulator on http://%s:%d: catalog version %s, shape %s, %d fault rule(s), "
-                    "rate limit %s", url_host, bound_port,
+        logger.info("Simulator on %s://%s:%d: catalog version %s, shape %s, %d fault rule(s), "
+                    "rate limit %s", scheme, url_host, bound_port,
                     "current hour" if simulator.catalog_version is None else simulator.catalog_version,
                     config.shape, len(config.rules), config.rate_limit)
         stop = asyncio.Event()

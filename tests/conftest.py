@@ -144,6 +144,27 @@ def run_crawl(*args: str, settings: dict[str, Any] | None = None, env: dict[str,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
+@pytest.fixture(scope="module")
+def https_simulator(certificates: Any) -> Iterator[SimulatorProcess]:
+    """The simulator serving https (a certificate for 127.0.0.1 from the session's test CA)."""
+    with SimulatorProcess("--catalog-version", str(CATALOG_VERSION), "--tls-cert", str(certificates.server_cert),
+                          "--tls-key", str(certificates.server_key), ca=certificates.ca) as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def clean_https_simulator(https_simulator: SimulatorProcess) -> SimulatorProcess:
+    """The module's https simulator with no faults and an empty arrival record."""
+    https_simulator.set_faults([])
+    https_simulator.reset()
+    return https_simulator
+
+
+def verifying(certificates: Any) -> dict[str, str]:
+    """A crawl's environment that trusts the test CA (with DOWNLOAD_VERIFY_CERTIFICATES: a real TLS check)."""
+    return crawl_env(SSL_CERT_FILE=str(certificates.ca))
+
+
 # --- servers of our own: TLS MariaDB, TLS Redis, Redis Cluster (tests/servers.py) ---
 
 @pytest.fixture(scope="session")

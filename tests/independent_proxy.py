@@ -93,6 +93,10 @@ class ProxyPy:
     def url(self, *, password: str | None = None) -> str:
         return f"http://{self.user}:{password or self.password}@127.0.0.1:{self.port}"
 
+    @staticmethod
+    def port_of(url: str) -> int:
+        return int(url.rsplit(":", 1)[1])
+
     def forwarded(self) -> list[str]:
         """Paths of the requests proxy.py forwarded upstream, in order."""
         return [path for _method, path in _FORWARDED.findall(self.log.read_text(errors="replace"))]

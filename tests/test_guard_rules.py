@@ -313,3 +313,20 @@ def test_a_redis_outage_is_named_as_such(caplog) -> None:
     [record] = caplog.records
     assert "check REDIS_URL: Redis stayed unreachable" in record.message
     assert "DOWNLOAD_HANDLERS" not in record.message
+
+
+@pytest.mark.parametrize(("proxies", "status", "breaks"), [
+    (True, 502, False), (True, 504, False),  # a proxy's word that it could not reach the API
+    (True, 503, True), (True, 200, True),
+    (False, 502, True), (False, 504, True),  # without proxies: the API side's own answer
+])
+def test_a_gateway_error_through_a_proxy_is_no_answer(proxies: bool, status: int, breaks: bool) -> None:
+    guard = make_guard(GUARD_NO_ANSWERS=3, **({"PROXY_URLS": "http://10.0.0.1:3128"} if proxies else {}))
+    held = no_answer(guard, 1)
+    # The compared answer (META_SUSPECT): the proxy middleware passes it on.
+    request = Request(URL.format(2), meta={"proxy_index": 1, "proxy_suspect": [0, f"http_{status}"]}
+                      if proxies else {})
+    guard.response_downloaded(Response(request.url, status=status, request=request), request)
+    assert held.settled() == ("written" if breaks else "held")
+    gateway = FailureItem(2, FAILED, status, f"http_{status}", 4)
+    assert (guard._streak_of(gateway) is guard._no_answer) is (proxies and status in (502, 504))

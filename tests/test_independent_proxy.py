@@ -3,15 +3,18 @@
 tests/test_proxy_crawl.py checks the pool against simulator/proxies.py, which
 we wrote with the client and which agrees with it by construction. Here the
 proxy is someone else's: the crawl must store every id through it, stop as
-README's Proxies section says when it answers 407, and lose no id when it is
-SIGKILLed mid-crawl. Who carried each request is read from proxy.py's own
-record of what it forwarded and from the simulator's arrivals, never from the
-crawl's stats alone.
+README's Proxies section says when it answers 407 (to a request, or to the
+CONNECT of an https API), lose no id when it is SIGKILLed mid-crawl, and stop
+with nothing recorded when every proxy is killed, or cannot reach the API.
+Who carried each request is read from proxy.py's own record of what it
+forwarded and from the simulator's arrivals, never from the crawl's stats
+alone.
 """
 
 from __future__ import annotations
 
 import re
+import socket
 import time
 from collections import Counter
 from typing import TYPE_CHECKING
@@ -19,8 +22,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from productcrawler.proxies.config import parse_proxy_urls
-from tests.conftest import crawl_command, mysql_query, run_crawl
-from tests.helpers import LoggedCrawl, assert_pass_complete, dumped_stats, log_lines
+from tests.conftest import crawl_command, mysql_query, run_crawl, verifying
+from tests.helpers import LoggedCrawl, assert_pass_complete, dumped_stats, log_lines, stored_count
 from tests.independent_proxy import ProxyPy
 
 if TYPE_CHECKING:
@@ -151,3 +154,123 @@ def test_proxy_py_killed_mid_crawl_costs_no_id_the_other_proxy_carries_the_rest(
     after = [a[1] for a in arrivals if a[0] > killed_at + 0.5]
     assert len(after) > CAP
     assert set(after) <= set(by_survivor)
+
+
+# --- an https API: the proxy tunnels (CONNECT) ---------------------------------------
+
+
+def test_an_https_api_through_proxy_py_stores_every_id_through_its_tunnels(
+        clean_https_simulator, mysql_url, proxy_py, certificates):
+    end = 200
+    before = len(proxy_py.log_text())
+    result = run_crawl("-a", f"end_id={end}", env=verifying(certificates), timeout=60, settings={
+        **settings_for(clean_https_simulator, mysql_url, proxy_py.url()), "DOWNLOAD_VERIFY_CERTIFICATES": True})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert clean_https_simulator.base_url.startswith("https://127.0.0.1:")
+    assert_pass_complete(mysql_url, end)
+    assert sorted(a[1] for a in clean_https_simulator.arrivals()) == list(range(1, end + 1))
+    # They went through proxy.py's tunnels: it saw CONNECTs, not the requests inside them.
+    log = proxy_py.log_text()
+    assert " forwarded CONNECT " in log and " forwarded GET " not in log[before:]
+
+
+def test_proxy_py_refusing_the_tunnel_with_407_stops_the_crawl_as_a_407_response_does(
+        clean_https_simulator, mysql_url, proxy_py, certificates):
+    # Before: aiohttp's ClientHttpProxyError was an unclear failure, retried, then the no-answer stop.
+    started = time.monotonic()
+    result = run_crawl("-a", "end_id=200", env=verifying(certificates), timeout=60, settings=settings_for(
+        clean_https_simulator, mysql_url, proxy_py.url(password="wrong-pass")))
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert time.monotonic() - started < 20
+    errors = log_lines(result.stderr, "ERROR")
+    assert len(errors) == 1, errors
+    assert (f"every proxy (1) answered 407 Proxy Authentication Required and none answered anything else; "
+            f"check the credentials in PROXY_URLS (http://{USER}:***@127.0.0.1:{proxy_py.port})") in errors[0]
+    assert "wrong-pass" not in result.stderr + result.stdout
+    assert "Finished (guard_proxy_auth_failures)" in result.stderr
+    assert "retry/reason_count" not in result.stderr
+    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
+    assert stats["productcrawler/proxy/failure_reason/http_407"] >= 1
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products") == [(0,)]
+    assert clean_https_simulator.arrivals() == []
+
+
+# --- every proxy down, or unable to reach the API ---------------------------------------
+
+
+def test_proxies_killed_for_real_stop_the_crawl_after_guard_no_answers_seconds_and_the_next_run_resumes(
+        clean_simulator, mysql_url, proxy_py, doomed_proxy_py, tmp_path):
+    end, silence = CAP * 20, 4
+    second = ProxyPy(tmp_path / "second", user=USER, password=PASSWORD)
+    (tmp_path / "second").mkdir()
+    second.start()
+    urls = (doomed_proxy_py.url(), second.url())
+    crawl = LoggedCrawl(crawl_command("-a", f"end_id={end}", settings={
+        **settings_for(clean_simulator, mysql_url, *urls), "GUARD_NO_ANSWERS_SECONDS": silence}))
+    try:
+        give_up = time.monotonic() + 30
+        while stored_count(mysql_url) < CAP:
+            assert crawl.process.poll() is None, "".join(crawl.log)[-3000:]
+            assert time.monotonic() < give_up, "the crawl stored nothing"
+            time.sleep(0.05)
+        doomed_proxy_py.kill()
+        second.kill()
+        killed = time.monotonic()
+        code, log = crawl.wait(timeout=120)
+    finally:
+        crawl.kill()
+        second.kill()
+    stopped_after = time.monotonic() - killed
+    assert code == 3, log[-3000:]
+    # Not before GUARD_NO_ANSWERS_SECONDS of nothing through any proxy, and soon after (was: never).
+    assert silence <= stopped_after < silence + 10, stopped_after
+    errors = log_lines(log, "ERROR")
+    assert len(errors) == 1, errors
+    assert "the proxies stopped carrying requests" in errors[0]
+    for url in urls:
+        assert f"http://{USER}:***@127.0.0.1:{ProxyPy.port_of(url)}: connection_refused" in errors[0]
+    assert PASSWORD not in log
+    assert "Finished (guard_proxies_down)" in log
+    # Nothing lost: no id recorded failed, the rest stay pending for the next run.
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures WHERE outcome = 'failed'") == [(0,)]
+    assert stored_count(mysql_url) < end - CAP
+    result = run_crawl("-a", f"end_id={end}", timeout=120, settings=settings_for(clean_simulator, mysql_url,
+                                                                                 proxy_py.url()))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Resuming pass" in result.stderr
+    assert_pass_complete(mysql_url, end)
+
+
+def test_proxies_not_running_at_start_stop_the_crawl_at_once(clean_simulator, mysql_url, doomed_proxy_py):
+    url = doomed_proxy_py.url()
+    doomed_proxy_py.kill()  # its port: nothing listens there now
+    started = time.monotonic()
+    result = run_crawl("-a", "end_id=200", timeout=60, settings=settings_for(clean_simulator, mysql_url, url))
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert time.monotonic() - started < 20  # was: waited for ever
+    errors = log_lines(result.stderr, "ERROR")
+    assert len(errors) == 1 and "no proxy carried a single request" in errors[0], errors
+    assert f"http://{USER}:***@127.0.0.1:{ProxyPy.port_of(url)}: connection_refused" in errors[0]
+    assert "Finished (guard_proxies_down)" in result.stderr
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_proxy_py_unable_to_reach_the_api_stops_the_crawl_and_records_nothing(mysql_url, proxy_py, scheme):
+    # proxy.py answers 502 Bad Gateway (a response for http, a refused CONNECT for https)
+    # when nothing listens at API_BASE_URL. Before, each id was recorded failed (http_502).
+    with socket.socket() as bound:  # bound, not listening: connections to it are refused
+        bound.bind(("127.0.0.1", 0))
+        api = f"{scheme}://127.0.0.1:{bound.getsockname()[1]}/v1"
+        result = run_crawl("-a", "end_id=200", timeout=120, settings={
+            "API_BASE_URL": api, "DATABASE_URL": mysql_url, "MAX_REQUESTS_PER_SECOND": CAP,
+            "PROXY_URLS": proxy_py.url(), "RETRY_BACKOFF_BASE": 0.1})
+    assert result.returncode == 3, result.stderr[-3000:]
+    errors = log_lines(result.stderr, "ERROR")
+    assert len(errors) == 1 and "20 ids in a row ended with no answer" in errors[0], errors
+    # It was proxy.py's 502 (its port in the last error), and the message names the proxies too.
+    assert "502" in errors[0] and f"127.0.0.1:{proxy_py.port}" in errors[0] and "PROXY_URLS" in errors[0]
+    assert PASSWORD not in result.stderr
+    assert "Finished (guard_no_answers)" in result.stderr
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]

@@ -25,8 +25,9 @@ from tests.conftest import (
     crawl_command,
     mysql_query,
     run_crawl,
+    verifying,
 )
-from tests.helpers import LoggedCrawl, dumped_stats
+from tests.helpers import LoggedCrawl, dumped_stats, log_lines
 from tests.windows import max_in_window
 
 if TYPE_CHECKING:
@@ -201,15 +202,29 @@ def test_a_403_that_follows_the_proxy_rests_it_one_that_follows_the_id_fails_the
     assert stats["productcrawler/proxy/not_blamed"] >= 3
 
 
-def test_when_every_proxy_rests_the_crawl_waits_and_loses_no_id(clean_simulator, mysql_url, proxies, start):
-    crawl = start_with_every_proxy_refusing(start, clean_simulator, mysql_url, proxies,
-                                            PROXY_REST_BASE=1, PROXY_REST_MAX=2)
-    time.sleep(2)
+def test_when_every_proxy_rests_for_less_than_guard_no_answers_seconds_the_crawl_waits_and_loses_no_id(
+        clean_simulator, mysql_url, proxies, start):
+    # Proxies restarting mid-crawl (answers came first in this run): ridden out, as
+    # long as they are back within GUARD_NO_ANSWERS_SECONDS (60).
+    end = CAP * 6
+    crawl = start("-a", f"end_id={end}", settings=settings_for(clean_simulator, mysql_url, proxies,
+                                                                PROXY_REST_BASE=1, PROXY_REST_MAX=2))
+    give_up = time.monotonic() + 60
+    while sum(len(proxies.forwarded(i)) for i in range(3)) < CAP:
+        assert time.monotonic() < give_up, "the crawl never used the proxies"
+        time.sleep(0.02)
+    for index in range(3):
+        proxies.set_mode(index, "refuse")
+    while not any("All 3 proxies are resting" in line for line in crawl.log):
+        assert time.monotonic() < give_up, "the crawl never waited for a proxy"
+        time.sleep(0.05)
+    time.sleep(3)
     for index in range(3):
         proxies.set_mode(index, "ok")
     code, log = crawl.wait()
     assert code == 0, log[-3000:]
-    assert_every_id_done(mysql_url, 200)
+    assert "Stopping the crawl" not in log
+    assert_every_id_done(mysql_url, end)
     assert log.count("proxies are resting") == 1
     stats = dumped_stats(log, "productcrawler/proxy/")
     assert stats["productcrawler/proxy/all_resting_waits"] >= 1
@@ -258,7 +273,8 @@ def test_a_blocked_proxy_answering_403_faster_than_the_api_does_not_stop_the_cra
 
 
 def test_an_operators_stop_does_not_wait_for_resting_proxies(clean_simulator, mysql_url, proxies, start):
-    crawl = start_with_every_proxy_refusing(start, clean_simulator, mysql_url, proxies,
+    # GUARD_NO_ANSWERS=0: the crawl waits for the proxies rather than stop itself at once.
+    crawl = start_with_every_proxy_refusing(start, clean_simulator, mysql_url, proxies, GUARD_NO_ANSWERS=0,
                                             PROXY_REST_BASE=120, PROXY_REST_MAX=240)
     crawl.process.send_signal(signal.SIGINT)
     stopped = time.monotonic()
@@ -283,3 +299,39 @@ def test_proxies_that_all_refuse_their_credentials_stop_the_crawl_with_exit_3(
     assert len(errors) == 1 and "check the credentials in PROXY_URLS" in errors[0], errors
     assert "wrong-pass" not in result.stderr
     assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]
+
+
+# --- an https API: the proxies tunnel (CONNECT) -------------------------------------
+
+
+def test_a_proxy_refusing_tunnels_with_403_is_rested_and_every_id_of_an_https_api_is_stored(
+        clean_https_simulator, mysql_url, proxies, certificates):
+    proxies.set_mode(2, "403")  # it refuses to tunnel to the API: its own doing, the API never saw it
+    result = run_crawl("-a", "end_id=300", env=verifying(certificates), settings=settings_for(
+        clean_https_simulator, mysql_url, proxies, DOWNLOAD_VERIFY_CERTIFICATES=True))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_every_id_done(mysql_url, 300)
+    names = labels(proxies)
+    stats = dumped_stats(result.stderr, "productcrawler/proxy/")
+    assert stats[f"productcrawler/proxy/rests/{names[2]}"] >= 1
+    assert stats["productcrawler/proxy/failure_reason/tunnel_403"] >= 3
+    assert stats.get("productcrawler/proxy/compared", 0) == 0  # not an unclear failure: no comparison
+    assert "retry/reason_count" not in result.stderr
+    # The other two carried every request, through tunnels.
+    assert {what for i in (0, 1) for _, _, what in proxies.record(i)} == {"tunnel"}
+    assert {what for _, _, what in proxies.record(2)} == {"403"}
+
+
+def test_proxies_refusing_tunnels_for_their_credentials_stop_the_crawl_as_for_http(
+        clean_https_simulator, mysql_url, proxies, certificates):
+    urls = ",".join(proxies.urls(user=PROXY_USER, password="wrong-pass"))
+    settings = {**settings_for(clean_https_simulator, mysql_url, proxies), "PROXY_URLS": urls}
+    result = run_crawl("-a", "end_id=200", env=verifying(certificates), settings=settings, timeout=120)
+    assert result.returncode == 3, result.stderr[-3000:]
+    errors = log_lines(result.stderr, "ERROR")
+    shown = ", ".join(f"http://{PROXY_USER}:***@127.0.0.1:{url.rsplit(':', 1)[1]}" for url in urls.split(","))
+    assert len(errors) == 1 and f"check the credentials in PROXY_URLS ({shown})" in errors[0], errors
+    assert "wrong-pass" not in result.stderr
+    assert "Finished (guard_proxy_auth_failures)" in result.stderr
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]
+    assert {what for i in range(3) for _, _, what in proxies.record(i)} == {"auth"}

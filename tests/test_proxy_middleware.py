@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
 import pytest
+import yarl
+from multidict import CIMultiDict, CIMultiDictProxy
 from scrapy import Request, Spider
-from scrapy.exceptions import DownloadConnectionRefusedError, DownloadTimeoutError, NotConfigured
+from scrapy.exceptions import DownloadConnectionRefusedError, DownloadFailedError, DownloadTimeoutError, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
+from productcrawler.proxies.config import parse_proxy_urls
 from productcrawler.proxies.middleware import META_AVOID, META_PROXY, META_SUSPECT, ProxyMiddleware
+from productcrawler.proxies.outage import ProxyOutage
 from productcrawler.retry.policy import RESEND_NOW
 
 URL = "http://api.test/v1/product/7"
@@ -146,3 +151,94 @@ def test_without_proxy_urls_the_project_chain_has_no_proxy_middleware():
     assert "productcrawler.proxies.middleware.ProxyMiddleware" in DOWNLOADER_MIDDLEWARES
     assert "TrafficStats" in chain() and "ProxyMiddleware" not in chain()
     assert "ProxyMiddleware" in chain(PROXY_URLS=PROXIES)
+
+
+def tunnel_refused(status: int) -> DownloadFailedError:
+    """What the download handler raises when a proxy refuses a CONNECT (an https API) with ``status``."""
+    info = aiohttp.RequestInfo(yarl.URL("http://10.0.0.1:3128"), "CONNECT", CIMultiDictProxy(CIMultiDict()))
+    refusal = aiohttp.ClientHttpProxyError(info, (), status=status, message="refused")
+    error = DownloadFailedError(str(refusal))
+    error.__cause__ = refusal
+    return error
+
+
+def test_a_407_on_connect_counts_as_a_407_response():
+    mw = make_mw()
+    request = sent(mw)
+    again = mw.process_exception(request, tunnel_refused(407))
+    assert isinstance(again, Request) and again.meta[RESEND_NOW] is True and again.meta["retry_times"] == 1
+    assert failures(mw) == {"10.0.0.1:3128": 1}
+    assert mw.stats.get_value("productcrawler/proxy/failure_reason/http_407") == 1
+    assert mw._answered is False  # still a credentials problem: the proxy-auth stop stays possible
+
+
+@pytest.mark.parametrize("status", [403, 400, 503])
+def test_any_other_refused_tunnel_is_the_proxys_failure(status):
+    mw = make_mw()
+    request = sent(mw)
+    again = mw.process_exception(request, tunnel_refused(status))
+    assert isinstance(again, Request) and META_SUSPECT not in again.meta
+    assert failures(mw) == {"10.0.0.1:3128": 1}
+    assert mw.stats.get_value(f"productcrawler/proxy/failure_reason/tunnel_{status}") == 1
+
+
+@pytest.mark.parametrize("status", [502, 504])
+def test_a_tunnel_refused_by_a_gateway_is_compared_through_another_proxy(status):
+    mw = make_mw()
+    request = sent(mw)
+    compare = mw.process_exception(request, tunnel_refused(status))
+    assert isinstance(compare, Request) and compare.meta[META_SUSPECT] == [0, f"tunnel_{status}"]
+    assert failures(mw) == {}
+    sent(mw, compare)
+    assert mw.process_response(compare, Response(URL, status=200, request=compare)).status == 200
+    assert failures(mw) == {"10.0.0.1:3128": 1}
+
+
+def test_the_proxies_down_streak_grows_with_their_own_failures_and_any_answer_breaks_it():
+    clock = [100.0]
+    proxies = parse_proxy_urls(PROXIES)
+    outage = ProxyOutage(proxies, enabled=True, seconds=60, clock=lambda: clock[0])
+    assert outage.diagnosis() is None
+    outage.failed(proxies[0], "connection_refused")
+    # Before any answer in this run: at once, naming every proxy, password masked.
+    text = outage.diagnosis()
+    assert text is not None and "no proxy carried a single request" in text
+    assert "http://u:***@10.0.0.1:3128: connection_refused" in text and "pw" not in text
+    assert "http://10.0.0.2:3128: rested by another instance" in text
+    outage.got_through(answer=True)
+    clock[0] += 61
+    assert outage.diagnosis() is None  # the answer broke the streak: no failure of their own since
+    outage.failed(proxies[1], "connection_refused")
+    clock[0] += 59.9
+    assert outage.diagnosis() is None  # after answers: GUARD_NO_ANSWERS_SECONDS first
+    clock[0] += 0.2
+    assert "stopped carrying requests 60 s ago, after 1 answers" in outage.diagnosis()
+    outage.got_through(answer=False)  # a timeout: the proxy is up, the no-answer streak's case
+    assert outage.diagnosis() is None
+    off = ProxyOutage(proxies, enabled=False, seconds=60)
+    off.failed(proxies[0], "connection_refused")
+    assert off.diagnosis() is None
+
+
+@pytest.mark.parametrize(("through", "breaks"), [
+    (DownloadTimeoutError("slow"), True),  # the proxy took the request: the no-answer streak's case
+    (502, True),  # a gateway answered: the proxy is up
+    (200, True),
+    (407, False),  # the proxy's own failures
+    (DownloadConnectionRefusedError("refused"), False),
+    ("tunnel_407", False),
+    ("tunnel_403", False),
+    ("tunnel_502", True),  # the proxy is up, it could not reach the API
+])
+def test_what_breaks_the_proxies_down_streak(through, breaks):
+    mw = make_mw()
+    mw.process_exception(sent(mw), DownloadConnectionRefusedError("refused"))
+    assert mw.outage.streak.length == 1
+    request = sent(mw)
+    if isinstance(through, int):
+        mw.process_response(request, Response(URL, status=through, request=request))
+    elif isinstance(through, str):
+        mw.process_exception(request, tunnel_refused(int(through.split("_")[1])))
+    else:
+        mw.process_exception(request, through)
+    assert mw.outage.streak.length == (0 if breaks else 2)

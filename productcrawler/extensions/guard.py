@@ -30,12 +30,14 @@ while the answers are not products either.
 A 403 through a proxy that the proxy middleware re-sends through another
 proxy (productcrawler/proxies/middleware.py) is not counted: it may be the
 proxy's (a blocked exit IP), and the re-send's answer is the one that counts.
-For the same reason such an answer (a 407, a gateway's 502 or 504) does not
-break the no-answer streak. That streak counts ids, not attempts: a proxy's
-own connection failure is re-sent through another proxy without using the
-id's retries and never becomes an outcome, so only what fails through the
-proxies as well (timeouts, connections cut) counts. No answer says nothing of
-the key, the path or the fields: it neither grows nor breaks the other streaks.
+Nor does such an answer (a 407, a gateway's 502 or 504), or any 502/504
+through a proxy (its word that it could not reach the API: an id given up on
+one grows it), break the no-answer streak. That one counts ids: a proxy's own
+connection failure is re-sent through another proxy without using a retry
+and never becomes an outcome (proxies/outage.py follows those), so only what
+fails through the proxies as well (timeouts, connections cut) counts. No
+answer says nothing of the key, the path or the fields: it neither grows nor
+breaks the other streaks.
 When its last error is not a download error (a TypeError of a broken handler
 or middleware) the message names those components instead, and Redis when the
 shared rate limit gave up on it. Once the API has answered in this run, the
@@ -47,7 +49,8 @@ reach the ERROR line.
 
 The proxy middleware stops the crawl through :meth:`stop_for` when every
 proxy rests after a 407 and none ever answered anything else (wrong
-credentials in ``PROXY_URLS``), rather than waiting for them forever.
+credentials in ``PROXY_URLS``), or when every proxy rests after failures of
+its own for too long, rather than waiting for them forever.
 
 When nothing is in flight and a streak is still open (the range ended on it,
 or every other id waits for a retry) there are too few answers to tell a wrong
@@ -77,8 +80,10 @@ from twisted.internet.task import LoopingCall
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig, crawl_config
-from productcrawler.extensions.streaks import AUTH, NO_ANSWER, NOT_FOUND, NOT_PRODUCT, Streak, diagnosis
+from productcrawler.extensions.streaks import AUTH, NO_ANSWER, NOT_FOUND, NOT_PRODUCT, PROXIES_DOWN, Streak, diagnosis
 from productcrawler.items import MISSING, FailureItem, ProductItem
+from productcrawler.proxies import GATEWAY_STATUSES
+from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
 from productcrawler.retry.policy import RETRY_DELAY_META
 
 if TYPE_CHECKING:
@@ -95,7 +100,8 @@ EXIT_CODE = 3
 PROXY_AUTH = "proxy_auth"  # tripped by the proxy middleware: stop_for(), not a streak
 #: Finish reasons of a tripped guard, by streak.
 REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak",
-           NO_ANSWER: "guard_no_answers", PROXY_AUTH: "guard_proxy_auth_failures"}
+           NO_ANSWER: "guard_no_answers", PROXY_AUTH: "guard_proxy_auth_failures",
+           PROXIES_DOWN: "guard_proxies_down"}
 NOT_PRODUCT_REASONS = frozenset({"not_a_product", "error_envelope", "id_mismatch"})
 _AUTH_STATUSES = frozenset({401, 403})
 _BAD_RESPONSE_PREFIX = "bad_response/"
@@ -120,6 +126,7 @@ class WholesaleFailureGuard:
         self._products = 0  # products seen in this run (a healthy start, for the message)
         self._retries_due = 0.0  # monotonic time by which every retry scheduled so far is due
         self._idle_check = LoopingCall(self._release_if_idle)
+        self._proxies = bool(crawler.settings.get("PROXY_URLS"))  # every request goes through a proxy
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WholesaleFailureGuard:
@@ -147,7 +154,7 @@ class WholesaleFailureGuard:
 
     def response_downloaded(self, response: Response, request: Request) -> None:
         status = response.status
-        if self._no_answer.length and not _resent_through_another_proxy(request, status):
+        if self._no_answer.length and not no_answer_from_the_api(request, status):
             self._release(self._no_answer, reset=True)  # the API answered: it is reachable
         if status < 300:
             if self._auth.length:
@@ -158,7 +165,7 @@ class WholesaleFailureGuard:
             self._grow(self._not_found, request.url, status)
         elif status in _AUTH_STATUSES:
             # A blocked proxy's 403 says nothing about API_KEY; the re-send through another proxy will.
-            if not _resent_through_another_proxy(request, status):
+            if not resent_through_another_proxy(request, status):
                 self._grow(self._auth, request.url, status)
 
     def bad_response(self, request: Request, error: BadResponse) -> None:
@@ -221,8 +228,8 @@ class WholesaleFailureGuard:
             return None
         if item.outcome == MISSING:
             return self._not_found
-        if item.http_status is None:  # no HTTP answer: the spider's errback
-            return self._no_answer
+        if item.http_status is None or (self._proxies and item.http_status in GATEWAY_STATUSES):
+            return self._no_answer  # no HTTP answer (the spider's errback), or a proxy's word that it got none
         if item.http_status in _AUTH_STATUSES:
             return self._auth
         reason = item.reason
@@ -269,7 +276,7 @@ class WholesaleFailureGuard:
 
     def _trip(self, streak: Streak) -> None:
         self.stop_for(streak.kind, diagnosis(streak, self.config, products=self._products,
-                                             proxies=bool(self.crawler.settings.get("PROXY_URLS")),
+                                             proxies=self._proxies,
                                              now=monotonic()))
 
     def stop_for(self, kind: str, diagnosis: str) -> None:
@@ -283,13 +290,6 @@ class WholesaleFailureGuard:
         self.stats.set_value(stat_keys.EXIT_REASON, reason)
         self._drop_all(f"the guard stopped the crawl ({reason})")
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))
-
-
-def _resent_through_another_proxy(request: Request, status: int) -> bool:
-    # Imported here: the proxy middleware imports this module (its proxy-auth stop).
-    from productcrawler.proxies.middleware import resent_through_another_proxy
-
-    return resent_through_another_proxy(request, status)
 
 
 def _enabled(crawler: Crawler) -> bool:

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from productcrawler.config import CrawlConfig
 
 AUTH, NOT_PRODUCT, NOT_FOUND, NO_ANSWER = "auth", "not_product", "not_found", "no_answer"
+#: Every proxy failing on its own account: grown and tripped by the proxy middleware (proxies/outage.py).
+PROXIES_DOWN = "proxies_down"
 
 
 class Streak:

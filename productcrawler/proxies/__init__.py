@@ -3,11 +3,40 @@
 ``config`` reads ``PROXY_URLS`` and the pool's settings; ``health`` holds the
 score and rest arithmetic; ``books`` and ``shared`` keep the scores (in this
 process, or in Redis); ``pool`` is this instance's view (which proxy next,
-which rest); ``middleware`` applies it to requests; ``metrics`` exports the
-per-proxy stats to Prometheus. (Nothing is imported here: the crawl command
+which rest); ``middleware`` applies it to requests; ``outage`` stops the crawl
+when every proxy keeps failing; ``metrics`` exports the per-proxy stats to
+Prometheus. (Only Scrapy's exceptions are imported here: the crawl command
 reads ``config`` before the reactor is installed.)
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import DownloadFailedError
+
+if TYPE_CHECKING:
+    from scrapy import Request
 
 #: Meta key set on a request the proxy middleware gave up on because the crawl
 #: is stopping: no outcome is recorded for its id (the next run fetches it).
 META_ABANDONED = "proxy_abandoned"
+#: Meta key: which proxy of the pool this request went through (its index).
+META_PROXY = "proxy_index"
+#: A gateway's "I got no answer": through a proxy, the proxy's own word that the API did not answer.
+GATEWAY_STATUSES = frozenset({502, 504})
+
+
+class ProxyGatewayError(DownloadFailedError):
+    """An id's last answer was a 502/504 through a proxy: the proxy could not reach the API.
+
+    Sent with the ``no_answer`` signal (the guard's no-answer streak), not raised.
+    """
+
+
+def gateway_error(request: Request, status: int) -> ProxyGatewayError | None:
+    """The no-answer error that a ``status`` answered through a proxy stands for, if it stands for one."""
+    if status not in GATEWAY_STATUSES or request.meta.get(META_PROXY) is None:
+        return None
+    return ProxyGatewayError(f"HTTP {status} from the proxy at {request.meta.get('proxy')}: "
+                             "it got no answer from the API")

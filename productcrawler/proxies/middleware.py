@@ -10,16 +10,23 @@ What counts against a proxy:
 
 * **its own failures**, re-sent at once through another proxy without using
   the id's retries: connection refused or not established, DNS failure of
-  the proxy's host, 407 Proxy Authentication Required;
+  the proxy's host, 407 Proxy Authentication Required, and any other refusal
+  of a CONNECT tunnel (an https API) but a gateway's 502 or 504. A 407 on
+  CONNECT is an exception in aiohttp, not a response: it counts exactly as a
+  407 response does (reason ``http_407``, the same stop for wrong credentials);
 * **failures that could be the proxy's or the id's** (timeout, connection
-  reset or closed mid-answer, 403, 429, 502, 504): the request is re-sent once
-  through another proxy, again without using a retry. If the other proxy
+  reset or closed mid-answer, 403, 429, 502, 504, a CONNECT answered 502 or
+  504): the request is re-sent once through another proxy, again without
+  using a retry. If the other proxy
   gets a proper answer the failure followed the proxy, which is then counted
   as failed; if it fails too, the failure follows the id: no proxy is blamed
   and the retry middleware handles it as usual (backoff, retries, ``failed``).
 
 Everything else (any other status, a truncated body) is a success for the
-proxy. Scrapy's ``HttpProxyMiddleware`` stays off: this middleware sets
+proxy (``blame.py`` tells these cases apart). When every proxy rests after
+failures of its own and nothing gets through any of them, the crawl stops
+(``outage.py``) rather than wait for ever. Scrapy's ``HttpProxyMiddleware``
+stays off: this middleware sets
 ``meta["proxy"]`` (no credentials in it) and the ``Proxy-Authorization``
 header itself, from values computed once at start, and does not pick up an
 ``http_proxy`` from the environment behind the operator's back.
@@ -40,9 +47,20 @@ from scrapy.utils.defer import deferred_from_coro
 from productcrawler import stat_keys
 from productcrawler.config import burst_for_rate, crawl_config, mask_url
 from productcrawler.extensions.guard import PROXY_AUTH, REASONS, WholesaleFailureGuard
-from productcrawler.proxies import META_ABANDONED
+from productcrawler.extensions.streaks import PROXIES_DOWN
+from productcrawler.proxies import GATEWAY_STATUSES, META_ABANDONED, META_PROXY
+from productcrawler.proxies.blame import (
+    META_AVOID,
+    META_SUSPECT,
+    PROXY_FAILURE_REASONS,
+    PROXY_FAILURE_STATUSES,
+    UNCLEAR_REASONS,
+    UNCLEAR_STATUSES,
+    tunnel_refusal,
+)
 from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
 from productcrawler.proxies.config import ProxyConfig
+from productcrawler.proxies.outage import ProxyOutage
 from productcrawler.proxies.pool import ProxyPool, stat
 from productcrawler.proxies.shared import RedisHealthBook
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
@@ -65,28 +83,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-PROXY_FAILURE_REASONS = frozenset({"connection_refused", "connect_error", "dns_lookup_failed", "tunnel_error"})
-PROXY_FAILURE_STATUSES = frozenset({407})
-UNCLEAR_REASONS = frozenset({"timeout", "connection_lost", "connection_closed", "response_failed"})
-UNCLEAR_STATUSES = frozenset({403, 429, 502, 504})
-
-META_PROXY = "proxy_index"  #: which proxy of the pool this request went through
-META_AVOID = "proxy_avoid"  #: a re-send: not through this proxy if another is usable
-META_SUSPECT = "proxy_suspect"  #: [proxy index, reason] of an unclear failure being compared
 REDIS_TIMEOUT = 5.0
-
-
-def resent_through_another_proxy(request: Request, status: int) -> bool:
-    """Whether :class:`ProxyMiddleware` re-sends this answer instead of passing it on.
-
-    Such an answer is the proxy's (407) or not yet known to be the id's (a
-    first 403, 429, 502 or 504 through a proxy): answers watched before the
-    middleware sees them (the guard's streaks) must not count it.
-    """
-    meta = request.meta
-    if meta.get(META_PROXY) is None:
-        return False
-    return status in PROXY_FAILURE_STATUSES or (status in UNCLEAR_STATUSES and META_SUSPECT not in meta)
 
 
 class ProxyMiddleware:
@@ -103,6 +100,9 @@ class ProxyMiddleware:
         self._all_resting_logged = False
         self._answered = False  # any answer but a 407 through any proxy, in this run
         self._stopping = False  # the guard stopped the crawl: waiters give up
+        crawl = crawl_config(crawler)
+        self.outage = ProxyOutage(config.proxies, enabled=crawl.guard_no_answers > 0,
+                                  seconds=crawl.guard_no_answers_seconds)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -184,6 +184,10 @@ class ProxyMiddleware:
         while (proxy := self.pool.choose(avoid)) is None:
             if not (self._answered or self._stopping) and self.pool.all_refused_credentials():
                 self._stop_for_credentials()
+            elif not self._stopping and WholesaleFailureGuard.of(self.crawler) is not None:
+                diagnosis = self.outage.diagnosis()
+                if diagnosis is not None:
+                    self._stop(PROXIES_DOWN, diagnosis)
             if not self.crawler.crawling or self._stopping:
                 # An operator's stop must not wait for a rest to end (up to
                 # PROXY_REST_MAX); the spider records nothing for this id.
@@ -195,17 +199,19 @@ class ProxyMiddleware:
 
     def _stop_for_credentials(self) -> None:
         """Every proxy rests after a 407 and none ever answered otherwise: PROXY_URLS is wrong."""
+        self._stop(PROXY_AUTH, f"every proxy ({len(self.proxies)}) answered 407 Proxy Authentication Required "
+                               f"and none answered anything else; check the credentials in PROXY_URLS "
+                               f"({', '.join(p.shown for p in self.proxies)})")
+
+    def _stop(self, kind: str, diagnosis: str) -> None:
         self._stopping = True
         guard = WholesaleFailureGuard.of(self.crawler)
-        diagnosis = (f"every proxy ({len(self.proxies)}) answered 407 Proxy Authentication Required and "
-                     f"none answered anything else; check the credentials in PROXY_URLS "
-                     f"({', '.join(p.shown for p in self.proxies)})")
         if guard is not None:
-            guard.stop_for(PROXY_AUTH, diagnosis)
-        else:  # GUARD_ENABLED off: still stop (exit 3) rather than wait forever
+            guard.stop_for(kind, diagnosis)
+        else:  # GUARD_ENABLED off: wrong credentials still stop (exit 3) rather than wait forever
             logger.error("Stopping the crawl: %s", diagnosis)
-            self.crawler.stats.set_value(stat_keys.EXIT_REASON, REASONS[PROXY_AUTH])
-            deferred_from_coro(self.crawler.engine.close_spider_async(reason=REASONS[PROXY_AUTH]))
+            self.crawler.stats.set_value(stat_keys.EXIT_REASON, REASONS[kind])
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=REASONS[kind]))
 
     # -- answers back ------------------------------------------------------
 
@@ -215,10 +221,10 @@ class ProxyMiddleware:
             return response
         proxy = self.proxies[index]
         status = response.status
-        if status not in PROXY_FAILURE_STATUSES:
-            self._answered = True
         if status in PROXY_FAILURE_STATUSES:
             return self._proxy_failed(request, proxy, f"http_{status}")
+        self._answered = True
+        self.outage.got_through(answer=True)
         if status in UNCLEAR_STATUSES:
             return self._unclear(request, proxy, f"http_{status}") or response
         self._proxy_worked(request, proxy)
@@ -229,10 +235,19 @@ class ProxyMiddleware:
         if index is None:
             return None
         proxy = self.proxies[index]
-        reason = exception_reason(exception)
+        status = tunnel_refusal(exception)
+        if status in PROXY_FAILURE_STATUSES:  # a 407 on CONNECT: exactly as a 407 response
+            return self._proxy_failed(request, proxy, f"http_{status}")
         self._answered = True  # not a credentials problem (or not only)
+        if status is not None:  # no tunnel: the API was never reached
+            if status in GATEWAY_STATUSES:  # the proxy could not reach the API: it, or the API?
+                self.outage.got_through(answer=False)
+                return self._unclear(request, proxy, f"tunnel_{status}")
+            return self._proxy_failed(request, proxy, f"tunnel_{status}")
+        reason = exception_reason(exception)
         if reason in PROXY_FAILURE_REASONS:
             return self._proxy_failed(request, proxy, reason)
+        self.outage.got_through(answer=False)
         if reason in UNCLEAR_REASONS:
             return self._unclear(request, proxy, reason)
         self.pool.answered(proxy)
@@ -247,6 +262,7 @@ class ProxyMiddleware:
 
     def _proxy_failed(self, request: Request, proxy: Proxy, reason: str) -> Request:
         self.pool.failed(proxy, reason)
+        self.outage.failed(proxy, reason)
         return self._resend(request, proxy)
 
     def _unclear(self, request: Request, proxy: Proxy, reason: str) -> Request | None:

@@ -22,7 +22,7 @@ from productcrawler import stat_keys
 from productcrawler.cleaning import BadResponse, parse_product
 from productcrawler.config import CrawlConfig, crawl_config
 from productcrawler.items import FAILED, MISSING, FailureItem
-from productcrawler.proxies import META_ABANDONED
+from productcrawler.proxies import META_ABANDONED, gateway_error
 from productcrawler.retry.middleware import exception_detail, exception_reason, known_reason
 from productcrawler.retry.policy import RetryPolicy
 from productcrawler.storage.database import utcnow
@@ -118,6 +118,8 @@ class ProductsSpider(Spider):
             return [self.retry_policy.give_up(request, outcome=MISSING, reason="not_found", http_status=404)]
         if status != 200:
             # Not retried (RETRY_HTTP_CODES), or retried RETRY_TIMES times already.
+            if (gateway := gateway_error(request, status)) is not None:  # a proxy got no answer from the API
+                self.crawler.signals.send_catch_log(signals_.no_answer, request=request, error=gateway)
             return [self.retry_policy.give_up(request, reason=f"http_{status}", http_status=status)]
         product_id = request.meta["product_id"]
         try:

@@ -1,0 +1,50 @@
+"""What a proxy is blamed for, told from what came back through it; shared by the middleware and the guard.
+
+The proxy middleware (``middleware.py``) re-sends what is the proxy's or may
+be, and the guard's streaks (``extensions/guard.py``) must not count those
+answers as the API's. Nothing here imports either of them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import aiohttp
+
+from productcrawler.proxies import GATEWAY_STATUSES, META_PROXY
+
+if TYPE_CHECKING:
+    from scrapy import Request
+
+PROXY_FAILURE_REASONS = frozenset({"connection_refused", "connect_error", "dns_lookup_failed", "tunnel_error"})
+PROXY_FAILURE_STATUSES = frozenset({407})
+UNCLEAR_REASONS = frozenset({"timeout", "connection_lost", "connection_closed", "response_failed"})
+UNCLEAR_STATUSES = frozenset({403, 429, 502, 504})
+
+META_AVOID = "proxy_avoid"  #: a re-send: not through this proxy if another is usable
+META_SUSPECT = "proxy_suspect"  #: [proxy index, reason] of an unclear failure being compared
+
+
+def resent_through_another_proxy(request: Request, status: int) -> bool:
+    """Whether :class:`ProxyMiddleware` re-sends this answer instead of passing it on.
+
+    Such an answer is the proxy's (407) or not yet known to be the id's (a
+    first 403, 429, 502 or 504 through a proxy): answers watched before the
+    middleware sees them (the guard's streaks) must not count it.
+    """
+    meta = request.meta
+    if meta.get(META_PROXY) is None:
+        return False
+    return status in PROXY_FAILURE_STATUSES or (status in UNCLEAR_STATUSES and META_SUSPECT not in meta)
+
+
+def no_answer_from_the_api(request: Request, status: int) -> bool:
+    """Whether this answer is not the API's: a proxy's (re-sent), or a gateway's 502/504 through a proxy."""
+    return resent_through_another_proxy(request, status) or (
+        status in GATEWAY_STATUSES and request.meta.get(META_PROXY) is not None)
+
+
+def tunnel_refusal(exception: BaseException) -> int | None:
+    """The status with which a proxy refused a CONNECT tunnel (an https API), if that is the error."""
+    cause = exception if isinstance(exception, aiohttp.ClientHttpProxyError) else exception.__cause__
+    return cause.status if isinstance(cause, aiohttp.ClientHttpProxyError) else None

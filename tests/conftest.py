@@ -55,6 +55,15 @@ def pytest_configure(config: pytest.Config) -> None:
     REACTOR_LOOP = reactor._asyncioEventloop  # Twisted keeps no public handle on it
 
 
+@pytest.fixture(autouse=True)
+def _reactor_loop_is_current() -> None:
+    """Each test starts with the crawl's loop as the current one: a test that used ``asyncio.run``
+    leaves none, and Scrapy's Deferred-to-Future conversion asks for it (the test order, which
+    pytest-xdist changes, must not decide whether a test passes)."""
+    if REACTOR_LOOP is not None:
+        asyncio.set_event_loop(REACTOR_LOOP)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     problems = []
     try:

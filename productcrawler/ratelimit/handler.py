@@ -110,13 +110,15 @@ class PacedAiohttpDownloadHandler(PacedDownloadMixin, LeanAiohttpDownloadHandler
     of Scrapy's (which is never used, and closed with the handler).
     """
 
+    connector_class: type[PacedConnector] = PacedConnector
+
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._scrapy_session = scrapy = self._session
         assert scrapy.connector is not None
         self._session = aiohttp.ClientSession(
-            connector=PacedConnector(local_addr=self._bind_address, limit=scrapy.connector.limit,
-                                     limit_per_host=scrapy.connector.limit_per_host),
+            connector=self.connector_class(local_addr=self._bind_address, limit=scrapy.connector.limit,
+                                           limit_per_host=scrapy.connector.limit_per_host),
             cookie_jar=scrapy.cookie_jar, auto_decompress=scrapy.auto_decompress,
             skip_auto_headers=scrapy.skip_auto_headers, response_class=_ClientResponse)
 

@@ -16,7 +16,9 @@ and owns the limiter; the wait is :meth:`RateLimitMiddleware.wait_for_slot`,
 called by the download handler
 (:class:`productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler`) right
 before it hands the request to aiohttp, with no suspension point between the
-check and the write on a pooled connection. A request that finds its slot
+check and the write on a pooled connection; when aiohttp has to open a
+connection first, the handler checks the slot again once it has one
+(:meth:`RateLimitMiddleware.take_new_slot`). A request that finds its slot
 stale by then (past the slot's ``deadline``: a stalled reactor, a GC pause, a
 slow Redis call) gives it up and takes a new one, so passed slots are lost and
 the API never sees a catch-up. The middleware stays for the 429 backoff, the

@@ -13,14 +13,16 @@ none (it grows while the API holds its answers, and the connections of answers
 that came back together are freed only as the reactor gets to them), aiohttp
 opens one, which takes at least a turn of the event loop, tens of milliseconds
 on a busy one. Requests checked apart were then written together, after their
-slots had gone stale: 25-28 in 100 ms at a cap of 200 where the bound is 24
-(tests/test_rate_at_the_wire.py, the API's stall). So
+slots had gone stale: 25-49 in 100 ms at a cap of 200 where the bound is 24
+(tests/test_rate_at_the_wire.py, the API's stall; BENCHMARKS.md). So
 :class:`PacedAiohttpDownloadHandler` gets its connections from a
 :class:`PacedConnector`, which checks the slot's deadline again once the
 connection is in hand: a request whose slot went stale meanwhile takes a new
 one, holding its connection, and is written at that slot. From that check to
 the write nothing suspends (an empty body goes out with the headers, see
-``productcrawler/download_handler.py``).
+``productcrawler/download_handler.py``), but on Scrapy's own path, taken when
+something listens to ``headers_received`` or ``bytes_received``, aiohttp
+writes from a task of its own, a turn of the loop after the check.
 
 A request that reaches the handler has passed every downloader middleware, so
 every request actually sent takes a slot (retries, requests through a proxy),

@@ -73,12 +73,13 @@ class ProbedMiddleware(RateLimitMiddleware):
         self._probe_slots = slots
 
     async def wait_for_slot(self, request):  # type: ignore[no-untyped-def]
-        await super().wait_for_slot(request)
+        deadline = await super().wait_for_slot(request)
         now = time.monotonic()
         STAMPS["token"].append(now)
         slot = self._probe_slots.pop(id(asyncio.current_task()), None)
         if slot is not None:
             STAMPS["send_wake"].append(now - slot)
+        return deadline
 
     async def spider_closed(self) -> None:
         await super().spider_closed()

@@ -91,6 +91,9 @@ def _scrapy_error(error: BaseException, request: Request, timeout: float) -> Exc
     return DownloadFailedError(message)
 
 
+#: The header aiohttp sends for an empty body given as b"" (Scrapy's handler), added when the body is None.
+_NO_BODY = ("Content-Length", "0")
+
 #: Distinct peers remembered; more than this (many proxies) starts the memo again.
 _MAX_PEERS = 256
 
@@ -121,10 +124,12 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         url: str | yarl.URL = yarl.URL(request.url, encoded=True) if meta.get("verbatim_url") else request.url
         started = time.monotonic()
         try:
-            # data is the body even when empty, as Scrapy passes it: aiohttp then sends
-            # "Content-Length: 0" with a GET too (with None it sends none), so the API sees the same request.
+            # An empty body is None: aiohttp then writes the request in this call, where with b""
+            # (Scrapy's way) it writes it from a task of its own, a turn of the event loop later (on
+            # Python < 3.12), after the rate limit's last check (ratelimit/handler.py). The
+            # "Content-Length: 0" aiohttp sends for b"" is among the headers, so the API sees the same request.
             async with self._session.request(
-                request.method, url, data=request.body, headers=self._headers_to_send(request),
+                request.method, url, data=request.body or None, headers=self._headers_to_send(request),
                 timeout=self._timeout(timeout), ssl=self._ssl_for(request), allow_redirects=False,
                 proxy=self._extract_proxy_url_with_creds(request),
             ) as response:
@@ -137,11 +142,17 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
 
     @staticmethod
     def _headers_to_send(request: Request) -> list[tuple[str, str]]:
-        """The request's headers for aiohttp, but Proxy-Authorization (it goes into the proxy URL)."""
+        """The request's headers for aiohttp, but Proxy-Authorization (it goes into the proxy URL).
+
+        With an empty body, also the ``Content-Length: 0`` aiohttp would add for Scrapy's ``data=b""``.
+        """
         encoding = request.headers.encoding
-        return [(name.decode(encoding), value.decode(encoding))
-                for name, values in request.headers.items() if name != b"Proxy-Authorization"
-                for value in values]
+        headers = [(name.decode(encoding), value.decode(encoding))
+                   for name, values in request.headers.items() if name != b"Proxy-Authorization"
+                   for value in values]
+        if not request.body and b"Content-Length" not in request.headers:
+            headers.append(_NO_BODY)
+        return headers
 
     def _ssl_for(self, request: Request) -> ssl.SSLContext | bool:
         # Scrapy's TLS context for https; for http aiohttp's default, which it never uses, but names

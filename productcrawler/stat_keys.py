@@ -26,6 +26,8 @@ RATELIMIT_EFFECTIVE_RATE = f"{PREFIX}/ratelimit/effective_rate"
 RATELIMIT_BACKOFFS = f"{PREFIX}/ratelimit/backoffs"
 RATELIMIT_429 = f"{PREFIX}/ratelimit/responses_429"
 RATELIMIT_LATE_WAKEUPS = f"{PREFIX}/ratelimit/late_wakeups"
+#: Of those, slots that went stale while the request waited for a connection (re-paced, not sent).
+RATELIMIT_LATE_CONNECTIONS = f"{PREFIX}/ratelimit/late_connections"
 RATELIMIT_EXPIRED_SLOTS = f"{PREFIX}/ratelimit/expired_slots"
 
 RETRY_DELAYED = f"{PREFIX}/retry/delayed"

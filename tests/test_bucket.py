@@ -196,3 +196,36 @@ def test_local_limiter_reservations() -> None:
     assert asyncio.run(limiter.backoff(None)) is True
     assert limiter.factor == 0.5
     assert (limiter.rate, limiter.burst) == (100, 2)
+
+
+async def sends_at_their_worst(rate: float, burst: float, seed: int) -> list[float]:
+    """Sends in runs at their deadlines, then runs at their slots, as the pace moves and 429s back off."""
+    rnd = random.Random(seed)
+    clock = FakeClock()
+    limiter = LocalRateLimiter(TokenBucket(rate, burst, clock=clock))
+    sends, late = [], False
+    for _ in range(2000):
+        if rnd.random() < 0.02:
+            limiter.set_pace(rnd.choice([None, rate * rnd.uniform(0.2, 1.5)]))
+        if rnd.random() < 0.002:
+            await limiter.backoff(None)
+        if rnd.random() < 0.1:
+            late = not late
+        clock.now += rnd.choice([0.0, 0.0, 0.0, 0.001, 1 / rate, 0.05 * rnd.random()])
+        reservation = await limiter.acquire()
+        sends.append(reservation.deadline if late else reservation.at)
+    return sends
+
+
+@pytest.mark.parametrize(("rate", "burst"), [(200, 4), (500, 10), (100, 2)])
+def test_sends_anywhere_before_the_deadline_hold_the_bounds_as_the_pace_changes(rate: float, burst: float) -> None:
+    # The rule the download handler keeps: a request is written between its slot and its
+    # deadline, or takes a new slot. Such sends stay within rate/10 + burst per 100 ms and
+    # rate + burst per second even at their worst -- runs at their deadlines, then runs at
+    # their slots, which packs a window from both ends -- while AutoThrottle's pace moves
+    # (slots granted at one interval are used with that interval's tolerance beside slots
+    # granted at another) and 429s back off.
+    for seed in range(8):
+        sends = asyncio.run(sends_at_their_worst(rate, burst, seed))
+        assert max_in_window(sends, 0.1) <= rate / 10 + burst, seed
+        assert max_in_window(sends, 1.0) <= rate + burst, seed

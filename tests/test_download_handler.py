@@ -384,3 +384,21 @@ def test_a_proxy_password_in_a_library_error_never_reaches_the_scrapy_error() ->
     converted = _scrapy_error(error, Request("https://api.test/v1/product/1"), 10)
     assert isinstance(converted, DownloadFailedError)
     assert "s3cret" not in str(converted) and "url='http://user:***@proxy.test:3128'" in str(converted)
+
+
+def test_the_paced_handler_sends_what_scrapys_sends(fresh: Server) -> None:
+    # The paced handler builds its session again around its own connector
+    # (ratelimit/handler.py): the same requests on the wire, the same responses.
+    from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler
+
+    requests = [Request(fresh.url("/echo?id=7"), headers={"Accept": "application/json", "X-Api-Key": "k"}),
+                Request(fresh.url("/echo"), method="POST", body=b'{"id": 7}',
+                        headers={"Content-Type": "application/json"}),
+                Request(fresh.url("/json"))]
+    outcomes = {}
+    for handler_cls in (SCRAPY, PacedAiohttpDownloadHandler):
+        fresh.received.clear()
+        responses = on_reactor_loop(_download(handler_cls, [r.copy() for r in requests],
+                                              {"RATE_LIMIT_ENABLED": False}, {}))
+        outcomes[handler_cls] = ([summary(response) for response in responses], list(fresh.received))
+    assert outcomes[PacedAiohttpDownloadHandler] == outcomes[SCRAPY]

@@ -43,7 +43,7 @@ async def send_all(mw: RateLimitMiddleware, count: int) -> list[float]:
     sent: list[float] = []
 
     async def one(i: int) -> None:
-        assert await mw.wait_for_slot(Request(f"http://api.test/product/{i}")) is None
+        await mw.wait_for_slot(Request(f"http://api.test/product/{i}"))
         sent.append(time.monotonic())
 
     await asyncio.gather(*(one(i) for i in range(count)))

@@ -20,10 +20,10 @@ def burst(cap: float) -> float:
     return CrawlConfig.from_settings({"MAX_REQUESTS_PER_SECOND": cap}).rate_limit_burst
 
 
-def assert_within_bounds(times: list[float], cap: float, ids: int, tenth_slack: int = 0) -> None:
+def assert_within_bounds(times: list[float], cap: float, ids: int) -> None:
     assert len(times) == ids
     one_second, tenth = max_in_window(times, 1.0), max_in_window(times, 0.1)
-    assert tenth <= cap / 10 + burst(cap) + tenth_slack, (one_second, tenth)
+    assert tenth <= cap / 10 + burst(cap), (one_second, tenth)
     assert one_second <= cap + burst(cap), (one_second, tenth)
 
 

@@ -16,7 +16,9 @@ and owns the limiter; the wait is :meth:`RateLimitMiddleware.wait_for_slot`,
 called by the download handler
 (:class:`productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler`) right
 before it hands the request to aiohttp, with no suspension point between the
-check and the write on a pooled connection. A request that finds its slot
+check and the write on a pooled connection; when aiohttp has to open a
+connection first, the handler checks the slot again once it has one
+(:meth:`RateLimitMiddleware.take_new_slot`). A request that finds its slot
 stale by then (past the slot's ``deadline``: a stalled reactor, a GC pause, a
 slow Redis call) gives it up and takes a new one, so passed slots are lost and
 the API never sees a catch-up. The middleware stays for the 429 backoff, the
@@ -72,7 +74,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
-    from productcrawler.ratelimit.bucket import RateLimiter
+    from productcrawler.ratelimit.bucket import RateLimiter, Reservation
 
 logger = logging.getLogger(__name__)
 
@@ -203,12 +205,43 @@ class RateLimitMiddleware:
         self._set_effective_rate()
         await self.limiter.close()
 
-    async def wait_for_slot(self, request: Request) -> None:
+    async def wait_for_slot(self, request: Request) -> float:
         """Return when ``request`` may be sent: at its slot, and before the slot goes stale.
 
-        The caller must send at once, with no ``await`` in between (see the module docstring).
+        Returns the slot's deadline (``time.monotonic()`` time): a handler that
+        still has to wait for something before writing the request (a
+        connection) must check it again and, if it has passed, call
+        :meth:`take_new_slot`. The caller must send at once, with no ``await``
+        in between (see the module docstring).
         """
         entered = time.monotonic()
+        reservation, slept = await self._wait()
+        now = time.monotonic()
+        request.meta[META_GRANTED_AT] = reservation.granted_at
+        if slept:
+            self.stats.inc_value(stat_keys.RATELIMIT_WAITS)
+        self.stats.inc_value(stat_keys.RATELIMIT_WAIT_SECONDS, now - entered, start=0.0)
+        self._record_send(now)
+        return reservation.deadline
+
+    async def take_new_slot(self, request: Request) -> float:
+        """Give up the stale slot of a request that could not be written in time, and wait for a new one.
+
+        For a request whose slot passed its deadline after :meth:`wait_for_slot`
+        returned, while the handler waited for a connection: sent now, it would
+        leave together with requests whose slots came later. Counted as a late
+        wake-up and in ``productcrawler/ratelimit/late_connections``; the send
+        was counted by :meth:`wait_for_slot` already. Returns the new deadline.
+        """
+        self.late_wakeups += 1
+        self.stats.inc_value(stat_keys.RATELIMIT_LATE_WAKEUPS)
+        self.stats.inc_value(stat_keys.RATELIMIT_LATE_CONNECTIONS)
+        reservation, _ = await self._wait()
+        request.meta[META_GRANTED_AT] = reservation.granted_at
+        return reservation.deadline
+
+    async def _wait(self) -> tuple[Reservation, bool]:
+        """A slot that has come and is not stale yet, and whether the wait slept."""
         self.waiting += 1
         slept = False
         try:
@@ -219,19 +252,13 @@ class RateLimitMiddleware:
                     # Aim early by the loop's own lag, then sleep out what is left.
                     await asyncio.sleep(delay - WAKE_EARLY if delay > WAKE_EARLY else delay)
                 if time.monotonic() <= reservation.deadline:
-                    break
+                    return reservation, slept
                 # Woken too late (event-loop lag): sending now could crowd the
                 # slots granted after this one, so take a new slot instead.
                 self.late_wakeups += 1
                 self.stats.inc_value(stat_keys.RATELIMIT_LATE_WAKEUPS)
         finally:
             self.waiting -= 1
-        now = time.monotonic()
-        request.meta[META_GRANTED_AT] = reservation.granted_at
-        if slept:
-            self.stats.inc_value(stat_keys.RATELIMIT_WAITS)
-        self.stats.inc_value(stat_keys.RATELIMIT_WAIT_SECONDS, now - entered, start=0.0)
-        self._record_send(now)
 
     def _record_send(self, now: float) -> None:
         self.sent += 1

@@ -4,7 +4,7 @@ Scrapy's :class:`~scrapy.core.downloader.Downloader` queues every request in
 its download slot and starts a new task to send it, even when the slot has a
 free place and no delay: per response a Deferred, a Future made from it, a task
 and two turns of the event loop, on top of ``fetch``'s own ``inlineCallbacks``
-wrapper around another task. For this crawl (one API host, no download delay:
+wrapper. For this crawl (one API host, no download delay:
 the token bucket paces requests at the handler) that is every request.
 
 :class:`LeanDownloader` (the ``DOWNLOADER`` setting, a documented extension
@@ -16,18 +16,22 @@ given: Scrapy's queue counts a request as transferring only once its new task
 runs, so on the asyncio reactor a burst gets past a slot's concurrency (6 at
 once through a slot of 2 in ``tests/test_downloader.py``); this one holds it.
 A slot with a delay (``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``) takes Scrapy's
-path unchanged.
+path unchanged. (Requests already waiting in a slot's line when something gives
+that slot a delay at run time -- no component of this project does -- still go
+as places free, without it.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections import deque
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.core.downloader import Downloader, Slot
+from scrapy.exceptions import ScrapyDeprecationWarning
 from scrapy.utils.defer import deferred_from_coro
 
 if TYPE_CHECKING:
@@ -45,7 +49,10 @@ class LeanDownloader(Downloader):
         #: Requests waiting for a place in a full slot, and the future that gives them one.
         self._waiting: dict[Slot, deque[tuple[Request, asyncio.Future[None]]]] = {}
 
-    def fetch(self, request: Request) -> Deferred[Response | Request]:  # type: ignore[override]
+    def fetch(self, request: Request, spider: Any = None) -> Deferred[Response | Request]:  # type: ignore[override]
+        if spider is not None:  # as Scrapy's fetch() does
+            warnings.warn("Passing a spider to Downloader.fetch() is deprecated", ScrapyDeprecationWarning,
+                          stacklevel=2)
         # Counted at once (the engine asks needs_backout() right after this call), uncounted when done.
         self.active.add(request)
         fetched = deferred_from_coro(self.middleware.download_async(self._enqueue_request, request))
@@ -74,16 +81,17 @@ class LeanDownloader(Downloader):
     async def _wait_for_place(self, slot: Slot, request: Request) -> None:
         place: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         waiting = self._waiting.setdefault(slot, deque())
-        waiting.append((request, place))
+        entry = (request, place)
+        waiting.append(entry)
         try:
             await place
         except BaseException:
-            if place.done() and not place.cancelled():  # given a place, then cancelled: pass it on
+            if not place.cancelled():  # given a place, then cancelled before sending: pass it on
                 slot.transferring.discard(request)
                 self._process_queue(slot)
-            else:
-                waiting.remove((request, place))
-                if not waiting:
+            elif entry in waiting:  # (_process_queue passes over a cancelled one and drops it)
+                waiting.remove(entry)
+                if not waiting and self._waiting.get(slot) is waiting:
                     del self._waiting[slot]
             raise
 
@@ -91,6 +99,8 @@ class LeanDownloader(Downloader):
         waiting = self._waiting.get(slot)
         while waiting and slot.free_transfer_slots() > 0:
             request, place = waiting.popleft()
+            if place.done():  # cancelled while it waited: its task is on its way out
+                continue
             slot.transferring.add(request)  # taken now, not when its task next runs
             place.set_result(None)
         if waiting is not None and not waiting:

@@ -203,3 +203,37 @@ def test_a_response_from_a_middleware_is_not_downloaded(downloader: str, running
     assert len(running_server.arrivals) == 1
     assert sent[signals.request_reached_downloader] == 1
     assert sent[signals.response_received] == 2
+
+
+def test_a_request_cancelled_while_it_waits_for_a_place_gives_up_nothing() -> None:
+    # The engine (or a reactorless shutdown) cancels a fetch whose request waits in a full slot's
+    # line, and in the same turn of the loop the slot's transfer ends: the place goes to the next
+    # request in line, not to the cancelled one, and nothing raises.
+    from scrapy.core.downloader import Slot
+    from scrapy.utils.test import get_crawler
+
+    async def scenario() -> tuple[dict[str, str], set[Any], dict[Any, Any]]:
+        downloader = LeanDownloader(get_crawler(settings_dict={"DOWNLOADER": OURS}))
+        slot = Slot(concurrency=1, delay=0, jitter=0)
+        slot.transferring.add("busy")
+        outcomes: dict[str, str] = {}
+
+        async def wait(name: str) -> None:
+            try:
+                await downloader._wait_for_place(slot, name)  # type: ignore[arg-type]
+                outcomes[name] = "placed"
+            except asyncio.CancelledError:
+                outcomes[name] = "cancelled"
+
+        first, second = asyncio.ensure_future(wait("first")), asyncio.ensure_future(wait("second"))
+        await asyncio.sleep(0)
+        first.cancel()
+        slot.transferring.discard("busy")
+        downloader._process_queue(slot)
+        await asyncio.gather(first, second)
+        return outcomes, set(slot.transferring), dict(downloader._waiting)
+
+    outcomes, transferring, waiting = on_reactor_loop(scenario())
+    assert outcomes == {"first": "cancelled", "second": "placed"}
+    assert transferring == {"second"}
+    assert waiting == {}

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
+from productcrawler.config.values import ambiguous_userinfo
 from productcrawler.storage.target import DatabaseTarget
 from tests.conftest import ROOT, crawl_env, run_crawl
 
@@ -157,6 +158,17 @@ def test_mask_url_hides_a_password_that_reads_as_a_query_whole():
     # Read as urlsplit and the drivers read it, "c" is an unknown option and all after "c=" its value;
     # read as meant, "a=b?c=d" is the password. Either way it is a secret, so all of it is hidden.
     assert mask_url("mysql://u:a=b?c=d@db/shop?ssl_ca=/ca.pem") == "mysql://u:***"
+
+
+@pytest.mark.parametrize(("url", "masked"), [
+    # The password "123?ssl_ca=/x" reads as host "user", port 123 and an option; the "@" a host
+    # follows ends it all the same.
+    ("mysql://user:123?ssl_ca=/x@host:3306/db", "mysql://user:***@host:3306/db"),
+    ("mysql://user:99?ssl_key_password=zz@host/db", "mysql://user:***"),
+])
+def test_a_password_that_reads_as_host_port_and_an_option_is_hidden(url, masked):
+    assert mask_url(url) == masked
+    assert ambiguous_userinfo(url)
 
 
 @pytest.mark.parametrize("url", [

@@ -69,6 +69,8 @@ def mask_url(url: str | None) -> str | None:
 
 #: An authority (all up to the first ``/?#``) that reads as ``[userinfo@]host[:port]``.
 _PLAIN_AUTHORITY = re.compile(r"(?:.*@)?(?:\[[^\]]*\]|[^:@\[\]]*)(?::[0-9]+)?")
+#: What can follow the ``@`` that ends a userinfo: a host name or address, a port, then ``/?#`` or the end.
+_HOST_AFTER_USERINFO = re.compile(r"(?:\[[^\]]*\]|[A-Za-z0-9._-]+)(?::[0-9]*)?(?:[/?#]|$)")
 _OPTION_NAMES = SHOWN_OPTIONS | SECRET_OPTIONS
 
 
@@ -80,7 +82,9 @@ def _userinfo_ends(url: str) -> list[int]:
     ``[userinfo@]host[:port]``: ending it there would take a password that holds
     ``?ssl_ca=`` itself. When that authority is not plain (``u:pa`` of a password
     ``pa?ssl_ca=/x`` read as a port), the password may well run into the query:
-    every ``@`` counts.
+    every ``@`` counts. So does one that a host follows when the authority has
+    no ``@`` of its own (``u:123`` of a password ``123?ssl_ca=/x@host:3306``,
+    read as a host and a port).
     """
     scheme_end = url.find("://")
     if scheme_end < 0:
@@ -101,7 +105,9 @@ def _userinfo_ends(url: str) -> list[int]:
         if sep and unquote(name) in _OPTION_NAMES:
             in_values.update(range(offset + len(name) + 1, offset + len(part)))
         offset += len(part) + 1
-    return [i for i in ends if i not in in_values]
+    has_userinfo = "@" in url[start:authority_end]
+    return [i for i in ends if i not in in_values
+            or (not has_userinfo and _HOST_AFTER_USERINFO.match(url, i + 1))]
 
 
 _USERINFO = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^\s/:@'\"]*:)[^\s/@'\"]*@", re.IGNORECASE)

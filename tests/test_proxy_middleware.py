@@ -242,3 +242,22 @@ def test_what_breaks_the_proxies_down_streak(through, breaks):
     else:
         mw.process_exception(request, through)
     assert mw.outage.streak.length == (0 if breaks else 2)
+
+
+def test_after_an_operators_stop_proxies_that_refused_their_credentials_stop_nothing():
+    # Ctrl-C first, then every proxy resting after a 407: the operator's stop decides the exit (0),
+    # the request is abandoned, and no proxy-auth stop (exit 3) is made on top of it.
+    from scrapy.exceptions import IgnoreRequest
+
+    from productcrawler import stat_keys
+
+    mw = make_mw(PROXY_SCORE_FAILURE=100)
+    for _ in range(3):
+        request = sent(mw)
+        mw.process_exception(request, tunnel_refused(407))
+    asyncio.run(mw.pool.sync())  # the rests take effect
+    assert mw.pool.choose() is None and mw.pool.all_refused_credentials()
+    mw.crawler.crawling = False
+    with pytest.raises(IgnoreRequest):
+        sent(mw)
+    assert mw.stats.get_value(stat_keys.EXIT_REASON) is None

@@ -182,7 +182,9 @@ class ProxyMiddleware:
                            "no id fails meanwhile (logged once; see the %s stat)", len(self.proxies),
                            self.pool.seconds_until_one_is_back(), stat("all_resting_waits"))
         while (proxy := self.pool.choose(avoid)) is None:
-            if not (self._answered or self._stopping) and self.pool.all_refused_credentials():
+            if not self.crawler.crawling:  # an operator's stop came first: it decides the exit, not the proxies
+                pass
+            elif not (self._answered or self._stopping) and self.pool.all_refused_credentials():
                 self._stop_for_credentials()
             elif not self._stopping and WholesaleFailureGuard.of(self.crawler) is not None:
                 diagnosis = self.outage.diagnosis()

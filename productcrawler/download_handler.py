@@ -94,6 +94,10 @@ def _scrapy_error(error: BaseException, request: Request, timeout: float) -> Exc
 #: The header aiohttp sends for an empty body given as b"" (Scrapy's handler), added when the body is None.
 _NO_BODY = ("Content-Length", "0")
 
+#: Meta key: when a request held back after its download started (a connection that came after its
+#: rate-limit slot went stale: ratelimit/handler.py) was let go; ``download_latency`` counts from there.
+WRITE_STARTED = "productcrawler_write_started"
+
 #: Distinct peers remembered; more than this (many proxies) starts the memo again.
 _MAX_PEERS = 256
 
@@ -133,7 +137,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
                 timeout=self._timeout(timeout), ssl=self._ssl_for(request), allow_redirects=False,
                 proxy=self._extract_proxy_url_with_creds(request),
             ) as response:
-                meta["download_latency"] = time.monotonic() - started
+                meta["download_latency"] = time.monotonic() - max(started, meta.get(WRITE_STARTED, started))
                 headers = self._extract_headers(response)
                 body, flags = await self._read_body(response, request, headers)
                 return self._response(response, request, headers, body, flags)

@@ -22,6 +22,7 @@ from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
 from productcrawler import stat_keys
+from productcrawler.download_handler import WRITE_STARTED
 from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler, PacedConnector
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
 from tests.helpers import on_reactor_loop
@@ -49,7 +50,8 @@ class GatedHandler(PacedAiohttpDownloadHandler):
     connector_class = GatedConnector
 
 
-async def download_all(base_url: str, gate_after: float | None) -> tuple[list[Response], RateLimitMiddleware]:
+async def download_all(base_url: str, gate_after: float | None,
+                       ) -> tuple[list[Response], list[Request], RateLimitMiddleware]:
     crawler = get_crawler(settings_dict={
         "MAX_REQUESTS_PER_SECOND": RATE, "RATE_LIMIT_BURST": 1,
         "DOWNLOAD_HANDLERS": get_project_settings().getdict("DOWNLOAD_HANDLERS")})
@@ -60,13 +62,13 @@ async def download_all(base_url: str, gate_after: float | None) -> tuple[list[Re
     else:
         GATE.clear()
         asyncio.get_running_loop().call_later(gate_after, GATE.set)
+    requests = [Request(f"{base_url}/product/{i}") for i in range(1, COUNT + 1)]
     try:
-        responses = await asyncio.gather(*(handler.download_request(Request(f"{base_url}/product/{i}"))
-                                           for i in range(1, COUNT + 1)))
+        responses = await asyncio.gather(*(handler.download_request(request) for request in requests))
     finally:
         await handler.close()
         await limit.spider_closed()
-    return responses, limit
+    return responses, requests, limit
 
 
 # Open, the gate holds nothing, but the first connections are opened on a loop
@@ -74,7 +76,7 @@ async def download_all(base_url: str, gate_after: float | None) -> tuple[list[Re
 @pytest.mark.parametrize(("gate_after", "late_at_least", "late_at_most"), [(None, 0, 2), (0.1, 8, COUNT)])
 def test_a_request_whose_connection_came_late_takes_a_new_slot(clean_arrival_server: Any, gate_after: float | None,
                                                                  late_at_least: int, late_at_most: int) -> None:
-    responses, limit = on_reactor_loop(download_all(clean_arrival_server.base_url, gate_after))
+    responses, requests, limit = on_reactor_loop(download_all(clean_arrival_server.base_url, gate_after))
     assert [response.status for response in responses] == [200] * COUNT
     arrivals = clean_arrival_server.arrivals()
     assert len(arrivals) == COUNT
@@ -87,3 +89,8 @@ def test_a_request_whose_connection_came_late_takes_a_new_slot(clean_arrival_ser
     # 5 ms of lateness each) take new ones; with the gate open, next to none.
     assert late_at_least <= late <= late_at_most
     assert limit.sent == COUNT
+    # A re-paced request's latency (AutoThrottle's input) starts at its new slot: the wait for it
+    # (up to ~200 ms for the last one here) is the rate limit's, not the API's.
+    repaced = [request.meta["download_latency"] for request in requests if WRITE_STARTED in request.meta]
+    assert len(repaced) == late
+    assert max(repaced, default=0.0) < 0.08, sorted(repaced)

@@ -4,8 +4,8 @@ The token bucket's slot has to hold where the API counts requests: on the
 wire. :class:`PacedDownloadMixin` waits for the slot (and gives up stale ones,
 see :meth:`~productcrawler.ratelimit.middleware.RateLimitMiddleware.wait_for_slot`)
 as the first thing a download does, then calls the handler's own
-``download_request``; ``download_latency`` (which AutoThrottle reads) is still
-measured from after the wait.
+``download_request``; ``download_latency`` (which AutoThrottle reads) is
+measured from after the wait (and from a new slot's, below).
 
 Between that call and aiohttp writing the request, one thing can suspend: the
 connection. With an idle pooled connection nothing does, but when the pool has
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from scrapy.core.downloader.handlers._aiohttp import _ClientResponse
 
-from productcrawler.download_handler import LeanAiohttpDownloadHandler
+from productcrawler.download_handler import WRITE_STARTED, LeanAiohttpDownloadHandler
 from productcrawler.middlewares.request_timing import SENT_AT
 from productcrawler.ratelimit.middleware import rate_limit_enabled, rate_limit_of
 
@@ -93,10 +93,15 @@ class PacedConnector(aiohttp.TCPConnector):
             return connection
         limit, request, deadline = sending
         try:
-            while time.monotonic() > deadline:
-                deadline = await limit.take_new_slot(request)
+            if time.monotonic() > deadline:
+                while time.monotonic() > deadline:
+                    deadline = await limit.take_new_slot(request)
+                # The new slot is the send: latency (AutoThrottle's input) and metrics count from it,
+                # and a connection aiohttp asks for again (a dropped keep-alive) checks against it.
+                request.meta[WRITE_STARTED] = now = time.monotonic()
                 if SENT_AT in request.meta:
-                    request.meta[SENT_AT] = time.monotonic()
+                    request.meta[SENT_AT] = now
+                _SENDING.set((limit, request, deadline))
         except BaseException:
             connection.release()  # unused: back to the pool
             raise

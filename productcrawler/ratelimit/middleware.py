@@ -233,11 +233,13 @@ class RateLimitMiddleware:
         wake-up and in ``productcrawler/ratelimit/late_connections``; the send
         was counted by :meth:`wait_for_slot` already. Returns the new deadline.
         """
+        entered = time.monotonic()
         self.late_wakeups += 1
         self.stats.inc_value(stat_keys.RATELIMIT_LATE_WAKEUPS)
         self.stats.inc_value(stat_keys.RATELIMIT_LATE_CONNECTIONS)
         reservation, _ = await self._wait()
         request.meta[META_GRANTED_AT] = reservation.granted_at
+        self.stats.inc_value(stat_keys.RATELIMIT_WAIT_SECONDS, time.monotonic() - entered, start=0.0)
         return reservation.deadline
 
     async def _wait(self) -> tuple[Reservation, bool]:

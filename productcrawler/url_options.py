@@ -66,7 +66,8 @@ def _integer(value: str) -> int:
         raise ValueError("is not an integer") from None
 
 
-def _database(value: str) -> int:
+def database_number(value: str) -> int:
+    """A Redis database number (the URL's path or its ``db`` option): digits only, as redis-py would not check."""
     if not (value.isascii() and value.isdigit()):
         raise ValueError("must be a whole number, 0 or more")
     return int(value)
@@ -103,7 +104,7 @@ REDIS_OPTIONS: dict[str, Callable[[str], Any]] = {
     "socket_timeout": _number,
     "socket_connect_timeout": _number,
     "health_check_interval": _integer,
-    "db": _database,
+    "db": database_number,
 }
 #: REDIS_URL options that only mean something over TLS (rediss://).
 REDIS_TLS_OPTIONS = frozenset(name for name in REDIS_OPTIONS if name.startswith("ssl_"))

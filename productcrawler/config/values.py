@@ -20,6 +20,7 @@ from productcrawler.url_options import (
     REDIS_TLS_OPTIONS,
     SECRET_OPTIONS,
     SHOWN_OPTIONS,
+    database_number,
     parse_options,
     secret_values,
 )
@@ -232,6 +233,14 @@ def _database_url(url: str) -> str:
 REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
 
 
+def _is_database_number(value: str) -> bool:
+    try:
+        database_number(value)
+    except ValueError:
+        return False
+    return True
+
+
 def redis_url(raw: Any) -> str | None:
     url = text(raw)
     if url is None:
@@ -257,7 +266,7 @@ def _redis_url(url: str) -> str:
     except ValueError as error:
         raise ConfigError(f"{name}={shown(name, url)} {_options_error(url, error)}") from None
     db = unquote(parts.path).strip("/")
-    if parts.scheme != "unix" and db and not (db.isascii() and db.isdigit()):
+    if parts.scheme != "unix" and db and not _is_database_number(db):
         # redis-py would quietly select database 0 instead.
         raise ConfigError(f"{name}={shown(name, url)}: the database (the path after the host) must be "
                           "a whole number, 0 or more: redis://host:port/0")

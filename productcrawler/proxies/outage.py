@@ -74,4 +74,5 @@ class ProxyOutage:
                 f"through them in this run" if self.answers else "no proxy carried a single request")
         return (f"{seen}: every proxy ({len(self.proxies)}) rests after failures of its own, "
                 f"{streak.length} in a row with no answer through any proxy (last failure of each: {lasts}); "
-                "check that the proxies of PROXY_URLS are running and reachable from here")
+                "check that the proxies of PROXY_URLS are running, reachable from here and willing to carry "
+                "this crawl (a refused tunnel, tunnel_4xx, is the proxy's own refusal)")

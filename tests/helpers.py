@@ -24,7 +24,7 @@ from tests.conftest import MYSQL, ROOT, crawl_command, crawl_env, mysql_query
 
 if TYPE_CHECKING:
     import queue
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
 #: The id range most crawl tests use.
 END = 3000
@@ -322,3 +322,38 @@ def on_reactor_loop(coroutine: Any) -> Any:
     assert conftest.REACTOR_LOOP is not None
     asyncio.set_event_loop(conftest.REACTOR_LOOP)
     return conftest.REACTOR_LOOP.run_until_complete(coroutine)
+
+
+class LoopServer:
+    """An aiohttp.web server (port 0) on the reactor's loop, as a module fixture's body:
+    ``yield from LoopServer.running(Subclass())``; subclasses answer every path in ``handle``."""
+
+    def __init__(self) -> None:
+        from aiohttp import web
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        self.runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        self.port = 0
+
+    async def handle(self, request: Any) -> Any:
+        raise NotImplementedError
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    async def _start(self) -> None:
+        from aiohttp import web
+
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    @staticmethod
+    def running(server: LoopServer) -> Iterator[Any]:
+        on_reactor_loop(server._start())
+        try:
+            yield server
+        finally:
+            on_reactor_loop(server.runner.cleanup())

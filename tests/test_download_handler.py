@@ -35,7 +35,7 @@ from w3lib.http import basic_auth_header
 
 from productcrawler import settings as project_settings
 from productcrawler.download_handler import LeanAiohttpDownloadHandler, _scrapy_error
-from tests.helpers import on_reactor_loop
+from tests.helpers import LoopServer, on_reactor_loop
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -47,23 +47,12 @@ CHUNK, CHUNKS = b"y" * 500, 4
 PARTIAL, DECLARED = b"z" * 400, 1000
 
 
-class Server:
-    """An aiohttp.web server on the reactor loop: the API, a proxy, and every request it received."""
+class Server(LoopServer):
+    """The API and a proxy, on the reactor loop, and every request it received."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.received: list[dict[str, Any]] = []
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        self.runner = web.AppRunner(app, handle_signals=False, access_log=None)
-
-    async def start(self) -> None:
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.received.append({"method": request.method, "target": request.raw_path, "host": request.host,
@@ -106,10 +95,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    running = Server()
-    on_reactor_loop(running.start())
-    yield running
-    on_reactor_loop(running.runner.cleanup())
+    yield from LoopServer.running(Server())
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from productcrawler.downloader import LeanDownloader
-from tests.helpers import on_reactor_loop
+from tests.helpers import LoopServer, on_reactor_loop
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -46,22 +46,14 @@ TRACKED = (signals.request_reached_downloader, signals.response_downloaded, sign
            signals.response_received)
 
 
-class Server:
+class Server(LoopServer):
     """The API: every answer after ``delay`` seconds; arrival times and the most requests seen in flight."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.arrivals: list[float] = []
         self.in_flight = self.most_in_flight = 0
         self.delay = 0.0
-        app = web.Application()
-        app.router.add_get("/{tail:.*}", self.handle)
-        self.runner = web.AppRunner(app, handle_signals=False, access_log=None)
-
-    async def start(self) -> None:
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
     def reset(self, delay: float) -> None:
         self.arrivals.clear()
@@ -81,10 +73,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def running_server() -> Iterator[Server]:
-    server = Server()
-    on_reactor_loop(server.start())
-    yield server
-    on_reactor_loop(server.runner.cleanup())
+    yield from LoopServer.running(Server())
 
 
 class Fetch(Spider):

@@ -101,7 +101,9 @@ def assert_stopped_harmlessly(result, simulator, mysql_url, earlier, words, max_
 def failed_reasons(result) -> dict[str, float]:
     """The crawl's final ``productcrawler/failed_reason/<reason>`` stats, by reason."""
     prefix = "productcrawler/failed_reason/"
-    return {key.removeprefix(prefix): value for key, value in dumped_stats(result.stderr, prefix).items()}
+    stats = dumped_stats(result.stderr)
+    assert "elapsed_time_seconds" in stats, "no stats dump in the log"  # so that {} means none
+    return {key.removeprefix(prefix): value for key, value in stats.items() if key.startswith(prefix)}
 
 
 def recorded_reasons(mysql_url: str) -> dict[str, float]:

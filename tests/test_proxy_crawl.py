@@ -222,6 +222,7 @@ def test_a_slow_proxy_times_out_is_blamed_after_another_proxy_answers_and_rested
     crawl_with_one_bad_proxy(clean_simulator, mysql_url, proxies, 0, "slow", "timeout", API_TIMEOUT=1)
 
 
+@pytest.mark.timing
 def test_each_proxy_keeps_to_its_own_rate_under_the_global_cap(clean_simulator, mysql_url, proxies):
     per_proxy = 20  # three proxies: 60/s in all, under the global 100/s
     result = run_crawl("-a", "end_id=360", settings=settings_for(clean_simulator, mysql_url, proxies,

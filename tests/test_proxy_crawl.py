@@ -108,6 +108,7 @@ def start_with_every_proxy_refusing(start, simulator, mysql_url: str, farm, **ex
     return crawl
 
 
+@pytest.mark.timing  # the global cap at the API, in its busiest second
 def test_a_proxy_that_dies_mid_crawl_is_rested_and_no_id_fails(clean_simulator, mysql_url, proxies, start):
     end = CAP * 8  # killed about CAP * 3 ids in: well over the CAP * 3 it must carry after
     clean_simulator.set_faults([], rate_limit=CAP * 1.05)
@@ -140,6 +141,7 @@ def test_a_proxy_that_dies_mid_crawl_is_rested_and_no_id_fails(clean_simulator, 
     assert max_in_window([a[0] for a in arrivals]) <= CAP * 1.05
 
 
+@pytest.mark.timing  # the global cap at the API, in its busiest second
 def test_a_second_instance_never_uses_a_proxy_the_first_found_dead(clean_simulator, mysql_url, proxies,
                                                                     redis_prefix, start):
     rate = CAP * 2 // 3

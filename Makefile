@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# pytest-xdist workers for the tests that do not measure time (see `test`).
+TEST_WORKERS ?= 2
 
 .PHONY: demo test setup
 
@@ -16,5 +18,11 @@ setup: $(BIN)/.installed
 demo: setup
 	$(BIN)/python scripts/demo.py
 
+# Two runs, both always made: the tests that do not measure time on TEST_WORKERS
+# workers (whole files per worker), then the `timing` tests (rates and delays
+# measured in real time) alone, with nothing else running beside them. Fails if either fails.
 test: setup
-	$(BIN)/python -m pytest -q tests
+	@status=0; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not timing" tests || status=1; \
+	$(BIN)/python -m pytest -q -m timing tests || status=1; \
+	exit $$status

@@ -35,8 +35,30 @@ CATALOG_VERSION = 490000
 
 REACTOR_LOOP: asyncio.AbstractEventLoop | None = None
 
+#: Under pytest-xdist (``make test`` runs most of the suite on several workers) each
+#: worker moves the fixed ports of the servers tests start (tests/servers.py,
+#: test_rate_redis_stall.py) by this much more than the worker before it, on top of
+#: TEST_SERVER_PORT_OFFSET, so that each worker's session servers have ports of their
+#: own. 10 works for up to 8 workers: no two of those ports (27001-27003, their cluster
+#: bus ports 27101-27103, 27306, 27379, 27400) differ by 10, 20, ... 70. Every port
+#: stays below 27500, so a second checkout at TEST_SERVER_PORT_OFFSET=500 never meets them.
+WORKER_PORT_STRIDE = 10
+
+
+def _worker_port_offset() -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1"... set by pytest-xdist before conftest loads
+    if worker is None:
+        return
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 8:
+        raise pytest.UsageError("at most 8 pytest-xdist workers: a 9th would share ports with the first "
+                                "(tests/conftest.py, WORKER_PORT_STRIDE)")
+    base = int(os.environ.get("TEST_SERVER_PORT_OFFSET", "0"))
+    os.environ["TEST_SERVER_PORT_OFFSET"] = str(base + WORKER_PORT_STRIDE * int(worker.removeprefix("gw")))
+
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Before any test module reads TEST_SERVER_PORT_OFFSET (they do at import).
+    _worker_port_offset()
     # The crawl's reactor, installed before any test module imports
     # twisted.internet.reactor (which would install the default one): Scrapy's
     # get_crawler() builds its settings for whichever reactor is installed, so
@@ -62,6 +84,18 @@ def _reactor_loop_is_current() -> None:
     pytest-xdist changes, must not decide whether a test passes)."""
     if REACTOR_LOOP is not None:
         asyncio.set_event_loop(REACTOR_LOOP)
+
+
+#: The files whose crawls take longest, slowest first. They run before the others: under
+#: pytest-xdist each file goes whole to one worker, handed out in the order of the run,
+#: so a long file left for last would keep one worker busy while the other has nothing to do.
+SLOW_FILES = ("test_passes.py", "test_services_lost.py", "test_proxy_crawl.py", "test_guard.py",
+              "test_rented_services.py", "test_instances_start_together.py", "test_scrapyd.py", "test_faults.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: index for index, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))  # stable: each file keeps its order
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -62,6 +62,7 @@ def test_disabled_and_invalid_settings() -> None:
         build(AUTOTHROTTLE_TARGET_CONCURRENCY=0)
 
 
+@pytest.mark.timing
 def test_a_slowing_api_slows_the_crawl(clean_arrival_server, mysql_url):
     # From id 401 on the API answers in 100 ms: AutoThrottle's target with a
     # target concurrency of 4 is 40 requests/second, where 64 requests in

@@ -61,6 +61,8 @@ BAD = [
     ({"PRODUCT_FIELDS": "product_id:data.sku"}, (), {}, ["PRODUCT_FIELDS", "not column=path"]),
     ({}, (), {"PRODUCT_FIELDS": "name=a,name=b"}, ["PRODUCT_FIELDS", "'name=a,name=b'", "named twice"]),
     ({"GUARD_404_STREAK": "-1"}, (), {}, ["GUARD_404_STREAK", "'-1'", "at least 0"]),
+    # No longer than the heartbeat interval: a live instance would count as dead between two beats.
+    ({"REDIS_HEARTBEAT_TTL": "2"}, (), {}, ["REDIS_HEARTBEAT_TTL", "'2'", "greater than 2", "heartbeats"]),
     ({}, (), {"GUARD_NO_ANSWERS": "-1"}, ["GUARD_NO_ANSWERS", "'-1'", "at least 0"]),
     # A component's own setting, read by the start-up checks too.
     ({"RATE_LIMIT_ENABLED": "maybe"}, (), {}, ["RATE_LIMIT_ENABLED", "'maybe'", "not a boolean"]),
@@ -214,6 +216,23 @@ def test_defaults_are_valid():
     assert (config.start_id, config.end_id, config.max_requests_per_second, config.max_retries) == (1, 50000, 500.0, 3)
     assert config.database_url == "sqlite:///data/products.db" and config.redis_url is None
     assert config.api_timeout == 30.0 and config.api_key is None
+    assert config.redis_heartbeat_ttl == 10.0
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("1", "REDIS_HEARTBEAT_TTL='1' must be greater than 2, the seconds between an instance's heartbeats"),
+    ("2.0", "REDIS_HEARTBEAT_TTL='2.0' must be greater than 2"),
+    ("soon", "REDIS_HEARTBEAT_TTL='soon' is not a number"),
+    ("inf", "REDIS_HEARTBEAT_TTL='inf' must be at most 86400"),
+])
+def test_a_heartbeat_ttl_not_above_the_heartbeat_interval_is_refused(value, message):
+    with pytest.raises(ConfigError) as error:
+        CrawlConfig.from_settings({"REDIS_HEARTBEAT_TTL": value})
+    assert str(error.value).startswith(message), error.value
+
+
+def test_a_heartbeat_ttl_above_the_interval_is_taken_as_given():
+    assert CrawlConfig.from_settings({"REDIS_HEARTBEAT_TTL": "2.5"}).redis_heartbeat_ttl == 2.5
 
 
 def test_a_configurations_repr_shows_no_secret():

@@ -7,6 +7,8 @@ import sqlite3
 import time
 from decimal import Decimal
 
+import pytest
+
 from productcrawler.cleaning import parse_product
 from simulator import catalog
 from tests.conftest import CATALOG_VERSION, ROOT, crawl_env, mysql_query, run_crawl
@@ -127,6 +129,7 @@ PROGRESS = re.compile(r"^(\d+\.\d+) \[productcrawler\.extensions\.progress\] INF
                       r"\((\d+\.\d)%\), (\d+) stored, (\d+) missing, (\d+) failed; (\d+) ids/s, ETA (\d+) s$")
 
 
+@pytest.mark.timing  # the ids/s of each progress line, measured in real time
 def test_progress_lines_have_the_readmes_format_and_add_up(clean_simulator, mysql_url):
     end, rate = 400, 100
     result = run_crawl("-a", f"end_id={end}", settings={

@@ -16,9 +16,10 @@ END = 1500
 #: Seconds MySQL is cut: the writer retries after 0.5, 1, 2, 4... s, so the crawl
 #: goes on without it for 3.5 s and then finds it back.
 MYSQL_CUT = 3
-#: Seconds Redis is cut: kept at an instance's heartbeat TTL (redis_pass.HEARTBEAT_TTL), so
-#: its heartbeat can lapse before the crawl reaches Redis again.
-REDIS_CUT = 10
+#: The crawl's REDIS_HEARTBEAT_TTL here (seconds; the default is 10): Redis is cut for as
+#: long, so its heartbeat can lapse before the crawl reaches Redis again.
+REDIS_HEARTBEAT_TTL = 4
+REDIS_CUT = REDIS_HEARTBEAT_TTL
 
 
 @pytest.fixture
@@ -48,10 +49,11 @@ def test_mysql_cut_for_a_few_seconds_mid_crawl_loses_nothing(clean_simulator, my
     assert_pass_complete(mysql_url, END)
 
 
-def test_redis_cut_for_ten_seconds_mid_crawl_loses_nothing(clean_simulator, mysql_url, redis_proxy, redis_prefix):
+def test_redis_cut_for_as_long_as_the_heartbeat_ttl_mid_crawl_loses_nothing(clean_simulator, mysql_url,
+                                                                             redis_proxy, redis_prefix):
     settings = {"API_BASE_URL": clean_simulator.base_url, "MAX_REQUESTS_PER_SECOND": 300,
                 "DATABASE_URL": mysql_url, "REDIS_URL": redis_proxy.url("redis", "/0"),
-                "REDIS_KEY_PREFIX": redis_prefix}
+                "REDIS_KEY_PREFIX": redis_prefix, "REDIS_HEARTBEAT_TTL": REDIS_HEARTBEAT_TTL}
     process = start_crawl("-a", f"end_id={END}", settings=settings)
     kill_when_stored(process, mysql_url, 500, 0)
     before_cut = redis_proxy.accepted

@@ -109,6 +109,7 @@ def start_with_every_proxy_refusing(start, simulator, mysql_url: str, farm, **ex
     return crawl
 
 
+@pytest.mark.timing  # the global cap at the API, in its busiest second
 def test_a_proxy_that_dies_mid_crawl_is_rested_and_no_id_fails(clean_simulator, mysql_url, proxies, start):
     end = CAP * 8  # killed about CAP * 3 ids in: well over the CAP * 3 it must carry after
     clean_simulator.set_faults([], rate_limit=CAP * 1.05)
@@ -141,6 +142,7 @@ def test_a_proxy_that_dies_mid_crawl_is_rested_and_no_id_fails(clean_simulator, 
     assert max_in_window([a[0] for a in arrivals]) <= CAP * 1.05
 
 
+@pytest.mark.timing  # the global cap at the API, in its busiest second
 def test_a_second_instance_never_uses_a_proxy_the_first_found_dead(clean_simulator, mysql_url, proxies,
                                                                     redis_prefix, start):
     rate = CAP * 2 // 3
@@ -237,6 +239,7 @@ def test_a_slow_proxy_times_out_is_blamed_after_another_proxy_answers_and_rested
     crawl_with_one_bad_proxy(clean_simulator, mysql_url, proxies, 0, "slow", "timeout", API_TIMEOUT=1)
 
 
+@pytest.mark.timing
 def test_each_proxy_keeps_to_its_own_rate_under_the_global_cap(clean_simulator, mysql_url, proxies):
     per_proxy = 20  # three proxies: 60/s in all, under the global 100/s
     result = run_crawl("-a", "end_id=360", settings=settings_for(clean_simulator, mysql_url, proxies,

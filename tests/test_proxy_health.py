@@ -75,6 +75,7 @@ def test_outcomes_during_a_rest_are_ignored(make_book):
     assert snapshot.rested == {} and snapshot.health[0].score == 50 and snapshot.health[0].rests == 1
 
 
+@pytest.mark.timing
 def test_back_from_a_rest_one_failure_rests_it_twice_as_long_and_full_health_starts_over(make_book):
     quick = HealthPolicy(success=5, failure=20, minimum=50, rest_base=0.2, rest_max=300)
 

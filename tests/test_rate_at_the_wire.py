@@ -13,8 +13,13 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, run_crawl
 from tests.windows import CAP, assert_within_bounds, settings_for
+
+#: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
+pytestmark = pytest.mark.timing
 
 STALLS = {"EXTENSIONS": '{"tests.stall_extension.ReactorStall": 0}', "STALL_EVERY": 0.7,
           "STALL_MIN": 0.1, "STALL_MAX": 0.2}

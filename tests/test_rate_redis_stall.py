@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+#: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
+pytestmark = pytest.mark.timing
+
 #: Moved by TEST_SERVER_PORT_OFFSET like the suite's other servers (tests/servers.py).
 PORT = 27400 + int(os.environ.get("TEST_SERVER_PORT_OFFSET", "0"))
 CAP = 200

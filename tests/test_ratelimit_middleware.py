@@ -21,6 +21,9 @@ from productcrawler.ratelimit.middleware import ASYNCIO_REACTOR, RateLimitMiddle
 from tests.conftest import REDIS_URL
 from tests.windows import max_in_window
 
+#: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
+pytestmark = pytest.mark.timing
+
 UNSET = object()
 
 

@@ -19,6 +19,9 @@ from tests.conftest import REDIS_URL
 from tests.tcp_proxy import TcpProxy
 from tests.windows import max_in_window
 
+#: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
+pytestmark = pytest.mark.timing
+
 
 @pytest.fixture
 def prefix(redis_prefix: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+import pytest
 import redis
 import redis.asyncio
 
@@ -90,6 +91,26 @@ def test_a_dead_instances_leases_are_recovered_by_a_live_one(redis_prefix):
         assert [entry.product_id for entry in (await alive.lease(4)).entries] == taken
 
     run(scenario)
+
+
+@pytest.mark.parametrize("ttl", [2.5, 10.0])
+def test_the_heartbeat_lasts_the_instances_ttl(redis_prefix, ttl):
+    async def scenario(client):
+        instance = RedisPass(client, redis_prefix, 1, 10, instance="short", heartbeat_ttl=ttl)
+        await instance.open(fresh=False)
+        await instance.beat({})
+        assert ttl * 1000 - 500 < await client.pttl(instance.heartbeat_key()) <= ttl * 1000
+
+    run(scenario)
+
+
+def test_the_crawls_pass_gets_redis_heartbeat_ttl():
+    from scrapy.utils.test import get_crawler
+
+    from productcrawler.passes import pass_for
+
+    crawler = get_crawler(settings_dict={"REDIS_URL": REDIS_URL, "REDIS_HEARTBEAT_TTL": "3.5"})
+    assert pass_for(crawler).heartbeat_ttl == 3.5
 
 
 def test_a_fresh_pass_replacing_one_with_no_live_instance_leaves_no_key_without_ttl(redis_prefix):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import BaseSettings as _BaseSettings
 
-from productcrawler.config.defaults import DEFAULTS
+from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL
 from productcrawler.config.values import (
     ConfigError,
     database_url,
@@ -24,6 +24,7 @@ from productcrawler.config.values import (
     number,
     product_fields,
     redis_url,
+    shown,
     text,
 )
 from productcrawler.payload import PayloadShape
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 
 #: The tables' product_id is a signed 32-bit INT: a larger id could not be stored.
 MAX_PRODUCT_ID = 2**31 - 1
+#: REDIS_HEARTBEAT_TTL's upper bound, seconds (a day).
+MAX_HEARTBEAT_TTL = 24 * 3600
 
 
 def max_retries(settings: BaseSettings) -> int:
@@ -110,6 +113,7 @@ class CrawlConfig:
     database_outage_max: float
     redis_url: str | None
     redis_key_prefix: str
+    redis_heartbeat_ttl: float
     progress_interval: float
     metrics_port: int | None
     metrics_address: str
@@ -166,6 +170,12 @@ class CrawlConfig:
             # The pass's keys are "{prefix}:...": braces of its own would change the hash tag.
             raise ConfigError(f"REDIS_KEY_PREFIX={prefix!r} must not contain {{ or }}: the crawl wraps it "
                               "in braces itself (the Redis Cluster hash tag of its keys)")
+        ttl_raw = get("REDIS_HEARTBEAT_TTL")
+        heartbeat_ttl = number("REDIS_HEARTBEAT_TTL", ttl_raw, float, maximum=MAX_HEARTBEAT_TTL)
+        if not heartbeat_ttl > HEARTBEAT_INTERVAL:
+            raise ConfigError(f"REDIS_HEARTBEAT_TTL={shown('REDIS_HEARTBEAT_TTL', ttl_raw)} must be greater than "
+                              f"{HEARTBEAT_INTERVAL:g}, the seconds between an instance's heartbeats (a live "
+                              "instance would count as dead between two of them)")
         return cls(
             api_base_url=http_url("API_BASE_URL", get("API_BASE_URL")),
             api_key=text(get("API_KEY")),
@@ -185,6 +195,7 @@ class CrawlConfig:
             database_outage_max=number("DATABASE_OUTAGE_MAX", get("DATABASE_OUTAGE_MAX"), float, above=0),
             redis_url=redis_url(get("REDIS_URL")),
             redis_key_prefix=prefix,
+            redis_heartbeat_ttl=heartbeat_ttl,
             progress_interval=number("PROGRESS_INTERVAL", get("PROGRESS_INTERVAL"), float, above=0),
             metrics_port=metrics_port,
             metrics_address=metrics_address,

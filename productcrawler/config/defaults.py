@@ -13,6 +13,9 @@ from typing import Any
 
 SIMULATOR_PORT = 8931
 SIMULATOR_BASE_URL = f"http://127.0.0.1:{SIMULATOR_PORT}/v1"
+#: Seconds between an instance's heartbeats in a shared pass (not a setting:
+#: REDIS_HEARTBEAT_TTL must be longer, or a live instance would count as dead between two beats).
+HEARTBEAT_INTERVAL = 2.0
 
 
 # name -> default; the one place where defaults live.
@@ -34,6 +37,9 @@ DEFAULTS: dict[str, Any] = {
     "DATABASE_OUTAGE_MAX": 300.0,
     "REDIS_URL": None,
     "REDIS_KEY_PREFIX": "productcrawler",
+    # Seconds without a heartbeat after which an instance of a shared pass counts
+    # as dead and another takes its leases back (more than HEARTBEAT_INTERVAL).
+    "REDIS_HEARTBEAT_TTL": 10.0,
     "PROGRESS_INTERVAL": 10.0,
     "METRICS_PORT": None,
     "METRICS_ADDRESS": "127.0.0.1",

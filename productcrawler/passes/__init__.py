@@ -33,7 +33,7 @@ def pass_for(crawler: Crawler) -> Pass:
             crawl_pass = DatabasePass(database_for(crawler), config)
         else:
             crawl_pass = RedisPass(async_redis_client(config.redis_url), config.redis_key_prefix,
-                                   config.start_id, config.end_id)
+                                   config.start_id, config.end_id, heartbeat_ttl=config.redis_heartbeat_ttl)
         setattr(crawler, _ATTRIBUTE, crawl_pass)
     return crawl_pass
 

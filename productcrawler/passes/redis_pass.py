@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from productcrawler.config import DEFAULTS
 from productcrawler.instance import instance_name
 from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
@@ -44,8 +45,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Seconds without a heartbeat after which an instance counts as dead.
-HEARTBEAT_TTL = 10
 #: Seconds a finished pass's keys are kept, for inspection.
 FINISHED_TTL = 24 * 3600
 #: Error replies that mean "not now" (loading, a replica being promoted, a cluster
@@ -80,12 +79,15 @@ class RedisPass:
     row_stamp = None  # rows carry no pass: its ledger is here (and its ids are not ``crawl_passes``')
 
     def __init__(self, client: AsyncClient, prefix: str, start_id: int, end_id: int,
-                 spider_name: str = "products", instance: str | None = None) -> None:
+                 spider_name: str = "products", instance: str | None = None,
+                 heartbeat_ttl: float = DEFAULTS["REDIS_HEARTBEAT_TTL"]) -> None:
         self.client = client
         # One hash tag for every key: a Redis Cluster keeps them in one slot,
         # so each script's keys are on one node (no CROSSSLOT).
         self.base = f"{{{prefix}}}:{spider_name}"
         self.instance = instance or instance_name()
+        #: Seconds without a heartbeat after which this instance counts as dead (REDIS_HEARTBEAT_TTL).
+        self.heartbeat_ttl = heartbeat_ttl
         self.start_id, self.end_id = start_id, end_id
         self.total = end_id - start_id + 1
         self.pass_id: int | None = None
@@ -265,7 +267,8 @@ class RedisPass:
 
     # the rest
     async def _heartbeat(self, status: dict[str, Any]) -> None:
-        await self.client.set(self.heartbeat_key(), json.dumps({"pass": self.pass_id, **status}), ex=HEARTBEAT_TTL)
+        await self.client.set(self.heartbeat_key(), json.dumps({"pass": self.pass_id, **status}),
+                              px=round(self.heartbeat_ttl * 1000))
         await self.client.sadd(self.key("instances"), self.instance)
 
     async def _recover_dead(self) -> int:

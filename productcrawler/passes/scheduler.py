@@ -44,6 +44,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
+from productcrawler.config.defaults import HEARTBEAT_INTERVAL
 from productcrawler.instruments import instruments_for
 from productcrawler.passes import pass_for
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
@@ -67,8 +68,6 @@ LEASE_BATCH = 32
 #: Lease more once the local buffer is down to this many ids, so that the
 #: engine never waits for the pass while it has ids left.
 REFILL_BELOW = LEASE_BATCH
-#: Seconds between heartbeats of a shared pass (its TTL is the pass's HEARTBEAT_TTL).
-HEARTBEAT_INTERVAL = 2.0
 #: Request meta key: leased here and handed to the engine by the scheduler itself; it stays here.
 _LEASED_HERE = "_productcrawler_leased_here"
 

@@ -31,6 +31,9 @@ from tests.windows import max_in_window
 if TYPE_CHECKING:
     from scrapy.http import Response
 
+#: Arrivals within 10 ms and latencies: run alone (make test's second part), not beside another worker.
+pytestmark = pytest.mark.timing
+
 RATE, COUNT = 100, 20  # a slot every 10 ms; burst 1: a slot may be used up to 5 ms late
 BOUND_100_MS = 10 + 1 + 1  # as in test_ratelimit_middleware.py
 GATE = asyncio.Event()

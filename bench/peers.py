@@ -14,7 +14,10 @@ Crawlers:
 - ``aiohttp``: ``bench/aiohttp_crawler.py``, the articles' design (aiomysql
   upsert per item, Redis set of done ids);
 - ``ours-uvloop`` (only when named): ``ours`` on asyncio's own event loop
-  instead of uvloop's (``ASYNCIO_EVENT_LOOP=asyncio.SelectorEventLoop``).
+  instead of uvloop's (``ASYNCIO_EVENT_LOOP=asyncio.SelectorEventLoop``);
+- ``ours-autothrottle`` (only when named): ``ours`` without AutoThrottle, whose
+  pace (``AUTOTHROTTLE_TARGET_CONCURRENCY`` / latency) is what limits an
+  unthrottled crawl on a busy machine.
 
 Modes: ``unthrottled`` (MAX_REQUESTS_PER_SECOND=1e6) and ``500`` (500/s; ideal
 wall time ids/500). Per run: CPU seconds of the crawler process (user+sys,
@@ -62,6 +65,8 @@ CRAWLERS = ("ours", "stock", "aiohttp")
 #: Ours with extra settings, by --crawlers name (not run unless named).
 OURS_VARIANTS: dict[str, dict[str, Any]] = {
     "ours-uvloop": {"ASYNCIO_EVENT_LOOP": "asyncio.SelectorEventLoop"},  # asyncio's loop, not uvloop's
+    # Without AutoThrottle's latency-based pace (TARGET_CONCURRENCY / latency): what the engine itself can do.
+    "ours-autothrottle": {"AUTOTHROTTLE_ENABLED": False},
 }
 MODES = ("unthrottled", "500")
 UNTHROTTLED = 1_000_000

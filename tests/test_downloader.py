@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from aiohttp import web
-from scrapy import Request, Spider, signals
+from scrapy import Request, signals
 from scrapy.crawler import CrawlerRunner
 from scrapy.http import HtmlResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from productcrawler.downloader import LeanDownloader
 from tests.helpers import LoopServer, on_reactor_loop
+from tests.other_reactor_crawl import Fetch
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -74,24 +75,6 @@ class Server(LoopServer):
 @pytest.fixture(scope="module")
 def running_server() -> Iterator[Server]:
     yield from LoopServer.running(Server())
-
-
-class Fetch(Spider):
-    name = "fetch"
-
-    def __init__(self, urls: list[str], outcomes: dict[str, Any], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.urls, self.outcomes = urls, outcomes
-
-    async def start(self) -> Any:
-        for url in self.urls:
-            yield Request(url, errback=self.failed, dont_filter=True)
-
-    def parse(self, response: Any) -> None:
-        self.outcomes[response.url] = response.status
-
-    def failed(self, failure: Any) -> None:
-        self.outcomes[failure.request.url] = type(failure.value).__name__
 
 
 def crawl(downloader: str, urls: list[str], **settings: Any) -> tuple[dict[str, Any], dict[Any, int]]:

@@ -59,11 +59,15 @@ def _number(value: str) -> float:
     return number
 
 
-def _integer(value: str) -> int:
+def _seconds(value: str) -> int:
+    """Whole seconds, 0 or more (redis-py's health_check_interval: 0 is off)."""
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise ValueError("is not an integer") from None
+    if number < 0:
+        raise ValueError("must be 0 (off) or more")
+    return number
 
 
 def database_number(value: str) -> int:
@@ -103,7 +107,7 @@ REDIS_OPTIONS: dict[str, Callable[[str], Any]] = {
     "client_name": _text,
     "socket_timeout": _number,
     "socket_connect_timeout": _number,
-    "health_check_interval": _integer,
+    "health_check_interval": _seconds,
     "db": database_number,
 }
 #: REDIS_URL options that only mean something over TLS (rediss://).

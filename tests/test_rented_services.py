@@ -69,13 +69,15 @@ def bad_urls(key: str, ca: str) -> list[tuple[dict[str, str], list[str]]]:
         ({"REDIS_URL": f"redis://u:{SECRET}@r.internal:6379/0?ssl_ca_certs={ca}"}, ["ssl_ca_certs without TLS",
                                                                                    "rediss://"]),
         ({"REDIS_URL": "rediss://r.internal:6380/0?ssl_cert_reqs=sometimes"}, ["ssl_cert_reqs='sometimes'"]),
+        ({"REDIS_URL": "redis://r.internal:6379/0?health_check_interval=-5"},
+         ["health_check_interval='-5'", "must be 0 (off) or more"]),
         ({"REDIS_URL": "redis+cluster://r.internal:7000/2"}, ["Redis Cluster has database 0 only"]),
         ({"REDIS_URL": "redis://r.internal:6379/0", "REDIS_KEY_PREFIX": "shop{1}"},
          ["REDIS_KEY_PREFIX='shop{1}'", "must not contain"]),
     ]
 
 
-@pytest.mark.parametrize("case", range(11))
+@pytest.mark.parametrize("case", range(12))
 def test_every_url_option_is_checked_and_secrets_stay_masked(case, key_file, certificates):
     settings, words = bad_urls(str(key_file), str(certificates.ca))[case]
     with pytest.raises(ConfigError) as raised:

@@ -159,9 +159,12 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         return headers
 
     def _ssl_for(self, request: Request) -> ssl.SSLContext | bool:
-        # Scrapy's TLS context for https; for http aiohttp's default, which it never uses, but names
-        # in a connection error as "ssl:default" rather than as "ssl:<ssl.SSLContext object at 0x...>".
-        return self._ssl_context if request.url.startswith("https:") else True
+        # Scrapy's TLS context wherever TLS is spoken: an https URL, or an https proxy (aiohttp uses
+        # the same argument for the TLS to the proxy). Otherwise aiohttp's default, which it never
+        # uses, but names in a connection error as "ssl:default" rather than as "ssl:<SSLContext ...>".
+        if request.url.startswith("https:") or str(request.meta.get("proxy") or "").startswith("https:"):
+            return self._ssl_context
+        return True
 
     def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
         timeout = self._timeouts.get(seconds)

@@ -328,25 +328,26 @@ class LoopServer:
     """An aiohttp.web server (port 0) on the reactor's loop, as a module fixture's body:
     ``yield from LoopServer.running(Subclass())``; subclasses answer every path in ``handle``."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: Any = None) -> None:
         from aiohttp import web
 
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self.handle)
         self.runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        self.tls = tls  # an ssl.SSLContext: the server speaks TLS
         self.port = 0
 
     async def handle(self, request: Any) -> Any:
         raise NotImplementedError
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}{path}"
 
     async def _start(self) -> None:
         from aiohttp import web
 
         await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        site = web.TCPSite(self.runner, "127.0.0.1", 0, ssl_context=self.tls)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 

@@ -50,8 +50,8 @@ PARTIAL, DECLARED = b"z" * 400, 1000
 class Server(LoopServer):
     """The API and a proxy, on the reactor loop, and every request it received."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, tls: Any = None) -> None:
+        super().__init__(tls)
         self.received: list[dict[str, Any]] = []
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -327,6 +327,28 @@ def test_a_proxy_gets_the_credentials_once(fresh: Server) -> None:
     assert (sent["target"], sent["host"]) == ("http://api.test/v1/product/7", "api.test")
     proxy_auth = [value for name, value in sent["headers"] if name.lower() == b"proxy-authorization"]
     assert proxy_auth == [basic_auth_header("crawler", "pr0xy s3cret:")]
+
+
+@pytest.fixture(scope="module")
+def tls_proxy(certificates: Any) -> Iterator[Server]:
+    """The same server over TLS, with a certificate of a CA the system does not know."""
+    import ssl
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certificates.server_cert, certificates.server_key)
+    yield from LoopServer.running(Server(tls=context))
+
+
+def test_an_http_request_through_an_https_proxy_speaks_tls_to_the_proxy_as_scrapys_does(tls_proxy: Server) -> None:
+    # The TLS to the proxy takes Scrapy's TLS context (no verification by default), as in Scrapy's
+    # handler; it took aiohttp's default, which checked the proxy's certificate against the system's.
+    tls_proxy.received.clear()
+    (scrapy, _, _), (ours, _, _) = both(lambda: Request("http://api.test/v1/product/7",
+                                                        meta={"proxy": tls_proxy.url("")}))
+    assert same(scrapy, ours).body == b"ok"
+    scrapy_sent, sent = tls_proxy.received
+    assert sent == scrapy_sent
+    assert (sent["target"], sent["host"]) == ("http://api.test/v1/product/7", "api.test")
 
 
 def test_proxy_authorization_without_a_proxy_is_not_sent(fresh: Server) -> None:

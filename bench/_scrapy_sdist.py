@@ -105,12 +105,13 @@ def test_virtualenv(path: Path, source: Path, *sections: str) -> Path:
 
 def package_path(directory: Path) -> Path:
     """A directory for PYTHONPATH, in ``directory``: our package alone (this repository's tests/ would shadow
-    Scrapy's)."""
+    Scrapy's), this checkout's even in a directory another checkout made."""
     path = directory / "path"
     path.mkdir(exist_ok=True)
-    link = path / "productcrawler"
-    if not link.exists():
-        link.symlink_to(ROOT / "productcrawler")
+    link, package = path / "productcrawler", ROOT / "productcrawler"
+    if not (link.is_symlink() and link.readlink() == package):
+        link.unlink(missing_ok=True)  # another checkout's (which may be gone): it would test that one's code
+        link.symlink_to(package)
     return path
 
 

@@ -67,17 +67,13 @@ delay; ``tests/test_downloader.py`` does) or a private attribute ours changes.
 from __future__ import annotations
 
 import argparse
-import configparser
-import re
 import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import _scrapy_sdist as sdist
+from _scrapy_sdist import ABSENT
+
 MODULES = (
     "tests/test_core_downloader.py",
     "tests/test_downloaderslotssettings.py",
@@ -133,70 +129,22 @@ REACTORS = {
     "default": (("-p", "no:asyncio", "--reactor=default"), ()),
     "none": (("-p", "no:twisted", "--reactor=none"), ()),
 }
-#: Scrapy's test requirements this run does without: coverage, and parallel runs.
-UNNEEDED = {"coverage", "pytest-cov", "pytest-xdist"}
-#: The outcome of a test that did not run at all on one side.
-ABSENT = ("ABSENT", "")
 
 
-def pinned(requirements: str, name: str) -> str:
-    for line in (ROOT / requirements).read_text().splitlines():
-        match = re.fullmatch(rf"\s*{re.escape(name)}==(\S+)\s*(#.*)?", line, flags=re.IGNORECASE)
-        if match:
-            return match.group(1)
-    raise SystemExit(f"{requirements} pins no {name} version")
-
-
-def pip(python: Path | str, *args: str) -> None:
-    subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", "--quiet", *args], check=True)
-
-
-def fetch_sdist(version: str, directory: Path) -> tuple[Path, Path]:
-    """Scrapy's sdist, extracted, and a copy of it whose tests name our downloader where they name Scrapy's."""
-    pip(sys.executable, "download", "--no-deps", "--no-binary", ":all:", f"scrapy=={version}", "-d", str(directory))
-    (sdist,) = directory.glob(f"[sS]crapy-{version}.tar.gz")
-    with tarfile.open(sdist) as archive:
-        archive.extractall(directory, filter="data")
-    source = directory / sdist.name[: -len(".tar.gz")]
-    ours = directory / f"{source.name}-lean"
+def lean_copy(source: Path, version: str) -> Path:
+    """A copy of the extracted sdist whose tests name our downloader where they name Scrapy's (made afresh)."""
+    ours = source.parent / f"{source.name}-lean"
+    if ours.exists():
+        shutil.rmtree(ours)  # fresh: the swaps are made on Scrapy's text, never on a previous run's
     shutil.copytree(source, ours)
     for module, swaps in SWAPS.items():
-        text = (source / module).read_text()
-        for old, new, count in swaps:
-            if text.count(old) != count:
-                raise SystemExit(f"{module} of Scrapy {version} has {old.strip()!r} {text.count(old)} times, "
-                                 f"not {count}: adapt SWAPS")
-            text = text.replace(old, new)
-        (ours / module).write_text(text)
-    return source, ours
+        (ours / module).write_text(sdist.swapped((source / module).read_text(), swaps, module, version))
+    return ours
 
 
-def test_requirements(source: Path) -> list[str]:
-    """Scrapy's own list (tox.ini), and what its reactorless environment adds, less what this run does without."""
-    tox = configparser.ConfigParser(interpolation=None)
-    tox.read(source / "tox.ini")
-    deps = [line.split("#", 1)[0].strip() for section in ("test-requirements", "testenv:no-reactor")
-            for line in tox[section]["deps"].splitlines()]
-    deps = [dep for dep in deps if not dep.startswith("{")]  # the other sections it names
-    return [dep for dep in deps if dep and re.split(r"[\s<>=!~;\[]", dep, maxsplit=1)[0] not in UNNEEDED]
-
-
-def virtualenv(path: Path, *requirements: str) -> Path:
-    """A virtualenv at ``path`` with ``requirements`` (made once: an existing one is reused)."""
-    python = path / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
-        pip(python, "install", *requirements)
-    return python
-
-
-def plugins_path(workdir: Path) -> Path:
+def plugins_path(directory: Path) -> Path:
     """A directory for PYTHONPATH: our package alone (this repository's tests/ would shadow Scrapy's), the plugins."""
-    path = workdir / "path"
-    path.mkdir(exist_ok=True)
-    link = path / "productcrawler"
-    if not link.exists():
-        link.symlink_to(ROOT / "productcrawler")
+    path = sdist.package_path(directory)
     (path / f"{PLUGIN}.py").write_text(PLUGIN_TEXT)
     (path / f"{UVLOOP_PLUGIN}.py").write_text(UVLOOP_PLUGIN_TEXT)
     return path
@@ -207,29 +155,15 @@ def run(source: Path, python: Path, path: Path, reactor: str, plugins: tuple[str
     report = source.parent / f"report-{source.name}-{reactor}.xml"
     arguments, common = REACTORS[reactor]
     loaded = [argument for plugin in (*common, *plugins) for argument in ("-p", plugin)]
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(source.parent), "PYTHONPATH": str(path)}
-    subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=120", *arguments,
-                    *loaded, f"--junitxml={report}", *MODULES],
-                   cwd=source, env=env, stdout=subprocess.DEVNULL, check=False)
+    sdist.pytest(python, source, path, *arguments, *loaded, f"--junitxml={report}", *MODULES)
     return report
 
 
 def outcomes(report: Path) -> dict[str, tuple[str, str]]:
     """test ("module.Class::test") -> (PASS/FAIL/SKIP, first line of the failure or skip reason)."""
     results: dict[str, tuple[str, str]] = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        problem = case.find("failure")
-        if problem is None:
-            problem = case.find("error")
-        skipped = case.find("skipped")
-        if problem is not None:
-            message = problem.get("message") or ""
-            outcome = ("FAIL", message.splitlines()[0][:150] if message else "")
-        elif skipped is not None:
-            outcome = ("SKIP", (skipped.get("message") or "")[:150])
-        else:
-            outcome = ("PASS", "")
-        name = f"{case.get('classname')}::{case.get('name')}"
+    for classname, test, outcome in sdist.cases(report):
+        name = f"{classname}::{test}"
         if results.get(name, ("PASS",))[0] == "PASS":  # a test's setup error after its pass is also a case
             results[name] = outcome
     return results
@@ -245,14 +179,8 @@ def compare(reactor: str, scrapy: dict[str, tuple[str, str]], ours: dict[str, tu
                    and ours.get(name, ABSENT)[0] != "PASS"]
     others = [name for name in names if name not in regressions
               and scrapy.get(name, ABSENT)[0] != ours.get(name, ABSENT)[0]]
-    for title, selected in (("Pass with Scrapy's downloader, not with ours", regressions),
-                            ("Other differences", others)):
-        if selected:
-            print(f"\n{title} (--reactor {reactor}):")
-            for name in selected:
-                for label, side in (("Scrapy", scrapy), ("ours", ours)):
-                    outcome, detail = side.get(name, ABSENT)
-                    print(f"  {name}  {label}: {outcome}  {detail}")
+    sdist.print_both(f"Pass with Scrapy's downloader, not with ours (--reactor {reactor})", regressions, scrapy, ours)
+    sdist.print_both(f"Other differences (--reactor {reactor})", others, scrapy, ours)
     print()
     for label, side in (("Scrapy's Downloader", scrapy), ("LeanDownloader", ours)):
         counts = {outcome: sum(1 for o, _ in side.values() if o == outcome) for outcome in ("PASS", "FAIL", "SKIP")}
@@ -273,24 +201,16 @@ def main() -> int:
     reactors = args.reactors.split(",")
     if not set(reactors) <= REACTORS.keys():
         parser.error(f"--reactors: {args.reactors!r}; allowed: {', '.join(REACTORS)}")
-    version = pinned("requirements.txt", "scrapy")
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="scrapy-downloader-tests-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    version = sdist.pinned("requirements.txt", "scrapy")
     results = {}
-    try:
-        for stale in (workdir / f"scrapy-{version}", workdir / f"scrapy-{version}-lean"):
-            if stale.exists():
-                shutil.rmtree(stale)  # fresh: the swaps are made on Scrapy's text, never on a previous run's
-        source, ours = fetch_sdist(version, workdir)
-        python = virtualenv(workdir / "venv", "-r", str(ROOT / "requirements.txt"), *test_requirements(source),
-                            f"pytest=={pinned('requirements-dev.txt', 'pytest')}")
-        path = plugins_path(workdir)
+    with sdist.workdir(args.workdir, "scrapy-downloader-tests-") as directory:
+        source = sdist.fetch(version, directory)
+        ours = lean_copy(source, version)
+        python = sdist.test_virtualenv(directory / "venv", source, "testenv:no-reactor")
+        path = plugins_path(directory)
         for reactor in reactors:
             results[reactor] = (outcomes(run(source, python, path, reactor, ())),
                                 outcomes(run(ours, python, path, reactor, (PLUGIN,))))
-    finally:
-        if args.workdir is None:
-            shutil.rmtree(workdir, ignore_errors=True)
     print(f"Scrapy {version}'s tests: {', '.join(MODULES)}")
     failed = {reactor: compare(reactor, *sides) for reactor, sides in results.items()}
     print()

@@ -34,17 +34,12 @@ passes with ours, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import configparser
-import re
-import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import _scrapy_sdist as sdist
+from _scrapy_sdist import ABSENT
+
 MODULE = "tests/test_downloader_handler_aiohttp.py"
 OURS_MODULE = "tests/test_downloader_handler_lean.py"
 SCRAPY_CLASS = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
@@ -55,93 +50,28 @@ SWAPS = (
      "from productcrawler.download_handler import LeanAiohttpDownloadHandler as AiohttpDownloadHandler\n", 1),
     (f'"{SCRAPY_CLASS}"', f'"{OURS_CLASS}"', 2),
 )
-#: Scrapy's test requirements this run does without: coverage, and parallel runs.
-UNNEEDED = {"coverage", "pytest-cov", "pytest-xdist"}
-#: The outcome of a test that did not run at all in one of the two modules.
-ABSENT = ("ABSENT", "")
 
 
-def pinned(requirements: str, name: str) -> str:
-    for line in (ROOT / requirements).read_text().splitlines():
-        match = re.fullmatch(rf"\s*{re.escape(name)}==(\S+)\s*(#.*)?", line, flags=re.IGNORECASE)
-        if match:
-            return match.group(1)
-    raise SystemExit(f"{requirements} pins no {name} version")
-
-
-def pip(python: Path | str, *args: str) -> None:
-    subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", "--quiet", *args], check=True)
-
-
-def fetch_sdist(version: str, directory: Path) -> Path:
-    """Scrapy's sdist, extracted; the test module made twice: as it is, and testing our handler."""
-    pip(sys.executable, "download", "--no-deps", "--no-binary", ":all:", f"scrapy=={version}", "-d", str(directory))
-    (sdist,) = directory.glob(f"[sS]crapy-{version}.tar.gz")
-    with tarfile.open(sdist) as archive:
-        archive.extractall(directory, filter="data")
-    source = directory / sdist.name[: -len(".tar.gz")]
-    text = (source / MODULE).read_text()
-    for old, new, count in SWAPS:
-        if text.count(old) != count:
-            raise SystemExit(f"{MODULE} of Scrapy {version} has {old.strip()!r} {text.count(old)} times, "
-                             f"not {count}: adapt SWAPS")
-        text = text.replace(old, new)
-    (source / OURS_MODULE).write_text(text)
-    return source
-
-
-def test_requirements(source: Path) -> list[str]:
-    """Scrapy's own list (tox.ini), less what this run does without."""
-    tox = configparser.ConfigParser(interpolation=None)
-    tox.read(source / "tox.ini")
-    deps = [line.split("#", 1)[0].strip() for line in tox["test-requirements"]["deps"].splitlines()]
-    return [dep for dep in deps if dep and re.split(r"[\s<>=!~;\[]", dep, maxsplit=1)[0] not in UNNEEDED]
-
-
-def virtualenv(path: Path, *requirements: str) -> Path:
-    """A virtualenv at ``path`` with ``requirements`` (made once: an existing one is reused)."""
-    python = path / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
-        pip(python, "install", *requirements)
-    return python
+def write_ours(source: Path, version: str) -> None:
+    """Next to the test module, the copy that tests our handler."""
+    (source / OURS_MODULE).write_text(sdist.swapped((source / MODULE).read_text(), SWAPS, MODULE, version))
 
 
 def run(source: Path, python: Path, mitmdump: Path | None) -> Path:
     """Both modules in one pytest session; the JUnit report's path."""
     report = source / "report.xml"
-    path = source.parent / "path"  # our package alone: this repository's tests/ would shadow Scrapy's
-    path.mkdir(exist_ok=True)
-    link = path / "productcrawler"
-    if not link.exists():
-        link.symlink_to(ROOT / "productcrawler")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(source.parent), "PYTHONPATH": str(path)}
-    if mitmdump is not None:
-        env["MITMDUMP"] = str(mitmdump)
-    subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=120",
-                    "-m", "not requires_internet", f"--junitxml={report}", MODULE, OURS_MODULE],
-                   cwd=source, env=env, stdout=subprocess.DEVNULL, check=False)
+    sdist.pytest(python, source, sdist.package_path(source.parent), "-m", "not requires_internet",
+                 f"--junitxml={report}", MODULE, OURS_MODULE,
+                 env={} if mitmdump is None else {"MITMDUMP": str(mitmdump)})
     return report
 
 
 def outcomes(report: Path) -> dict[str, dict[str, tuple[str, str]]]:
     """module -> test ("Class::test") -> (PASS/FAIL/SKIP, first line of the failure or skip reason)."""
     results: dict[str, dict[str, tuple[str, str]]] = {MODULE: {}, OURS_MODULE: {}}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        module, _, cls = case.get("classname", "").rpartition(".")
-        path = module.replace(".", "/") + ".py"
-        problem = case.find("failure")
-        if problem is None:
-            problem = case.find("error")
-        skipped = case.find("skipped")
-        if problem is not None:
-            message = problem.get("message") or ""
-            outcome = ("FAIL", message.splitlines()[0][:150] if message else "")
-        elif skipped is not None:
-            outcome = ("SKIP", (skipped.get("message") or "")[:150])
-        else:
-            outcome = ("PASS", "")
-        results.setdefault(path, {})[f"{cls}::{case.get('name')}"] = outcome
+    for classname, name, outcome in sdist.cases(report):
+        module, _, cls = classname.rpartition(".")
+        results.setdefault(module.replace(".", "/") + ".py", {})[f"{cls}::{name}"] = outcome
     return results
 
 
@@ -152,24 +82,16 @@ def main() -> int:
     parser.add_argument("--no-mitmproxy", action="store_true",
                         help="don't install mitmproxy: the TestMitmProxy tests skip for both handlers")
     args = parser.parse_args()
-    version = pinned("requirements.txt", "scrapy")
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="scrapy-handler-tests-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    try:
-        source = workdir / f"scrapy-{version}"
-        if source.exists():
-            shutil.rmtree(source)  # fresh: the swaps are made on Scrapy's text, never on a previous run's
-        source = fetch_sdist(version, workdir)
-        python = virtualenv(workdir / "venv", "-r", str(ROOT / "requirements.txt"), *test_requirements(source),
-                            f"pytest=={pinned('requirements-dev.txt', 'pytest')}")
+    version = sdist.pinned("requirements.txt", "scrapy")
+    with sdist.workdir(args.workdir, "scrapy-handler-tests-") as directory:
+        source = sdist.fetch(version, directory)
+        write_ours(source, version)
+        python = sdist.test_virtualenv(directory / "venv", source)
         mitmdump = None
         if not args.no_mitmproxy:
-            virtualenv(workdir / "mitmproxy-venv", "mitmproxy")
-            mitmdump = workdir / "mitmproxy-venv" / "bin" / "mitmdump"
+            sdist.virtualenv(directory / "mitmproxy-venv", "mitmproxy")
+            mitmdump = directory / "mitmproxy-venv" / "bin" / "mitmdump"
         results = outcomes(run(source, python, mitmdump))
-    finally:
-        if args.workdir is None:
-            shutil.rmtree(workdir, ignore_errors=True)
     scrapy, ours = results[MODULE], results[OURS_MODULE]
     print(f"{'Scrapy':6}  {'ours':6}  test ({MODULE} of Scrapy {version})")
     for name in sorted(scrapy.keys() | ours.keys()):
@@ -178,14 +100,8 @@ def main() -> int:
                    and ours.get(name, ABSENT)[0] != "PASS"]
     others = [name for name in sorted(scrapy.keys() | ours.keys()) if name not in regressions
               and scrapy.get(name, ABSENT)[0] != ours.get(name, ABSENT)[0]]
-    for title, names in (("Pass with Scrapy's handler, not with ours", regressions),
-                         ("Other differences", others)):
-        if names:
-            print(f"\n{title}:")
-            for name in names:
-                for label, side in (("Scrapy", scrapy), ("ours", ours)):
-                    outcome, detail = side.get(name, ABSENT)
-                    print(f"  {name}  {label}: {outcome}  {detail}")
+    sdist.print_both("Pass with Scrapy's handler, not with ours", regressions, scrapy, ours)
+    sdist.print_both("Other differences", others, scrapy, ours)
     count = {label: {outcome: sum(1 for o, _ in side.values() if o == outcome) for outcome in ("PASS", "FAIL", "SKIP")}
              for label, side in (("Scrapy's AiohttpDownloadHandler", scrapy), ("LeanAiohttpDownloadHandler", ours))}
     print()

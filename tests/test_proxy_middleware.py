@@ -233,7 +233,7 @@ def test_the_proxies_down_streak_grows_with_their_own_failures_and_any_answer_br
 def test_what_breaks_the_proxies_down_streak(through, breaks):
     mw = make_mw()
     mw.process_exception(sent(mw), DownloadConnectionRefusedError("refused"))
-    assert mw.outage.streak.length == 1
+    assert mw.outage.length == 1
     request = sent(mw)
     if isinstance(through, int):
         mw.process_response(request, Response(URL, status=through, request=request))
@@ -241,7 +241,7 @@ def test_what_breaks_the_proxies_down_streak(through, breaks):
         mw.process_exception(request, tunnel_refused(int(through.split("_")[1])))
     else:
         mw.process_exception(request, through)
-    assert mw.outage.streak.length == (0 if breaks else 2)
+    assert mw.outage.length == (0 if breaks else 2)
 
 
 def test_after_an_operators_stop_proxies_that_refused_their_credentials_stop_nothing():

@@ -182,14 +182,8 @@ class ProxyMiddleware:
                            "no id fails meanwhile (logged once; see the %s stat)", len(self.proxies),
                            self.pool.seconds_until_one_is_back(), stat("all_resting_waits"))
         while (proxy := self.pool.choose(avoid)) is None:
-            if not self.crawler.crawling:  # an operator's stop came first: it decides the exit, not the proxies
-                pass
-            elif not (self._answered or self._stopping) and self.pool.all_refused_credentials():
-                self._stop_for_credentials()
-            elif not self._stopping and WholesaleFailureGuard.of(self.crawler) is not None:
-                diagnosis = self.outage.diagnosis()
-                if diagnosis is not None:
-                    self._stop(PROXIES_DOWN, diagnosis)
+            if self.crawler.crawling and not self._stopping:  # an operator's stop decides the exit itself
+                self._stop_if_waiting_cannot_help()
             if not self.crawler.crawling or self._stopping:
                 # An operator's stop must not wait for a rest to end (up to
                 # PROXY_REST_MAX); the spider records nothing for this id.
@@ -198,6 +192,12 @@ class ProxyMiddleware:
             await sleep(min(SYNC_INTERVAL, max(0.01, self.pool.seconds_until_one_is_back())))
         self.stats.inc_value(stat("all_resting_wait_seconds"), time.monotonic() - started, start=0.0)
         return proxy
+
+    def _stop_if_waiting_cannot_help(self) -> None:
+        if not self._answered and self.pool.all_refused_credentials():
+            self._stop_for_credentials()
+        elif WholesaleFailureGuard.of(self.crawler) is not None and (diagnosis := self.outage.diagnosis()):
+            self._stop(PROXIES_DOWN, diagnosis)
 
     def _stop_for_credentials(self) -> None:
         """Every proxy rests after a 407 and none ever answered otherwise: PROXY_URLS is wrong."""

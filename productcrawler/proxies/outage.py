@@ -5,8 +5,7 @@ unknown, a 407, a CONNECT it refused) is re-sent through another proxy without
 using the id's retries, so it never becomes an id's outcome and the guard's
 no-answer streak, which counts ids, never sees it: with every proxy down the
 requests would wait for a rest to end, again and again, for ever. This streak
-counts those failures instead (a ``Streak`` of the guard's kind,
-``extensions/streaks.py``); anything else through any proxy breaks it (an
+counts those failures instead; anything else through any proxy breaks it (an
 answer, whatever its status, or a timeout or a cut connection, which the
 no-answer streak follows). The proxy middleware asks :meth:`diagnosis` while
 a request waits with every proxy resting, and stops the crawl through the
@@ -26,8 +25,6 @@ from __future__ import annotations
 from time import monotonic
 from typing import TYPE_CHECKING
 
-from productcrawler.extensions.streaks import PROXIES_DOWN, Streak
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
@@ -38,34 +35,33 @@ class ProxyOutage:
     def __init__(self, proxies: Sequence[Proxy], *, enabled: bool, seconds: float,
                  clock: Callable[[], float] = monotonic) -> None:
         self.proxies = list(proxies)
-        self.streak = Streak(PROXIES_DOWN, 1 if enabled else 0)
+        self.enabled = enabled
         self.seconds = seconds
         self.clock = clock
+        self.length = 0  # the proxies' own failures in a row, with nothing through any proxy
+        self.started_at = 0.0  # when the first of them came
         self.answers = 0  # through any proxy, in this run
         self._last: dict[int, str] = {}  # proxy index -> its last failure in the streak
 
     def failed(self, proxy: Proxy, reason: str) -> None:
         """One of ``proxy``'s own failures."""
-        streak = self.streak
-        if not streak.length:
-            streak.started_at = self.clock()
+        if not self.length:
+            self.started_at = self.clock()
             self._last.clear()
-        streak.length += 1
-        streak.last = reason
+        self.length += 1
         self._last[proxy.index] = reason
 
     def got_through(self, *, answer: bool) -> None:
         """Something went through a proxy (``answer``: an HTTP answer): the proxies are not down."""
-        self.streak.length = 0
+        self.length = 0
         if answer:
             self.answers += 1
 
     def diagnosis(self) -> str | None:
         """What the ERROR line says if the crawl must stop now (every proxy rests), else ``None``."""
-        streak = self.streak
-        if not streak.limit or not streak.length:
+        if not self.enabled or not self.length:
             return None
-        lasted = self.clock() - streak.started_at
+        lasted = self.clock() - self.started_at
         if self.answers and lasted < self.seconds:
             return None
         lasts = ", ".join(f"{p.shown}: {self._last.get(p.index, 'rested by another instance')}"
@@ -73,6 +69,6 @@ class ProxyOutage:
         seen = (f"the proxies stopped carrying requests {lasted:.0f} s ago, after {self.answers} answers "
                 f"through them in this run" if self.answers else "no proxy carried a single request")
         return (f"{seen}: every proxy ({len(self.proxies)}) rests after failures of its own, "
-                f"{streak.length} in a row with no answer through any proxy (last failure of each: {lasts}); "
+                f"{self.length} in a row with no answer through any proxy (last failure of each: {lasts}); "
                 "check that the proxies of PROXY_URLS are running, reachable from here and willing to carry "
                 "this crawl (a refused tunnel, tunnel_4xx, is the proxy's own refusal)")

@@ -233,14 +233,6 @@ def _database_url(url: str) -> str:
 REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
 
 
-def _is_database_number(value: str) -> bool:
-    try:
-        database_number(value)
-    except ValueError:
-        return False
-    return True
-
-
 def redis_url(raw: Any) -> str | None:
     url = text(raw)
     if url is None:
@@ -266,10 +258,12 @@ def _redis_url(url: str) -> str:
     except ValueError as error:
         raise ConfigError(f"{name}={shown(name, url)} {_options_error(url, error)}") from None
     db = unquote(parts.path).strip("/")
-    if parts.scheme != "unix" and db and not _is_database_number(db):
-        # redis-py would quietly select database 0 instead.
-        raise ConfigError(f"{name}={shown(name, url)}: the database (the path after the host) must be "
-                          "a whole number, 0 or more: redis://host:port/0")
+    if parts.scheme != "unix" and db:
+        try:
+            database_number(db)  # redis-py would quietly select database 0 instead
+        except ValueError:
+            raise ConfigError(f"{name}={shown(name, url)}: the database (the path after the host) must be "
+                              "a whole number, 0 or more: redis://host:port/0") from None
     tls = sorted(REDIS_TLS_OPTIONS.intersection(options))
     if tls and not parts.scheme.startswith("rediss"):
         raise ConfigError(f"{name}={shown(name, url)} gives {tls[0]} without TLS; "

@@ -34,9 +34,14 @@ class ProxyGatewayError(DownloadFailedError):
     """
 
 
+def gateway_no_answer(request: Request, status: int) -> bool:
+    """Whether ``status`` is a proxy's word that it got no answer from the API (a 502/504 through a proxy)."""
+    return status in GATEWAY_STATUSES and request.meta.get(META_PROXY) is not None
+
+
 def gateway_error(request: Request, status: int) -> ProxyGatewayError | None:
     """The no-answer error that a ``status`` answered through a proxy stands for, if it stands for one."""
-    if status not in GATEWAY_STATUSES or request.meta.get(META_PROXY) is None:
+    if not gateway_no_answer(request, status):
         return None
     return ProxyGatewayError(f"HTTP {status} from the proxy at {request.meta.get('proxy')}: "
                              "it got no answer from the API")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
-from productcrawler.proxies import GATEWAY_STATUSES, META_PROXY
+from productcrawler.proxies import META_PROXY, gateway_no_answer
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -40,8 +40,7 @@ def resent_through_another_proxy(request: Request, status: int) -> bool:
 
 def no_answer_from_the_api(request: Request, status: int) -> bool:
     """Whether this answer is not the API's: a proxy's (re-sent), or a gateway's 502/504 through a proxy."""
-    return resent_through_another_proxy(request, status) or (
-        status in GATEWAY_STATUSES and request.meta.get(META_PROXY) is not None)
+    return resent_through_another_proxy(request, status) or gateway_no_answer(request, status)
 
 
 def tunnel_refusal(exception: BaseException) -> int | None:

@@ -19,9 +19,9 @@ A slot with a delay (``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``) takes Scrapy's
 path unchanged, and so does a request that finds its slot full on a reactor
 without asyncio (Twisted's own): there is no loop to wait on, and there
 Scrapy's queue starts a download the moment it gives it a place.
-(Requests already waiting in a slot's line when something gives that slot a delay
-at run time -- no component of this project does -- still go as places free,
-without it.)
+A delay given to a slot at run time (``slot.delay``, as AutoThrottle sets it)
+while requests wait in its line spaces them as Scrapy's queue would: one place
+at a time, each ``download_delay()`` after the last request the slot sent.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.core.downloader import Downloader, Slot
 from scrapy.exceptions import ScrapyDeprecationWarning
-from scrapy.utils.asyncio import is_asyncio_available
+from scrapy.utils.asyncio import call_later, is_asyncio_available
 from scrapy.utils.defer import deferred_from_coro
 
 if TYPE_CHECKING:
@@ -105,12 +105,24 @@ class LeanDownloader(Downloader):
 
     def _process_queue(self, slot: Slot) -> None:
         waiting = self._waiting.get(slot)
+        if waiting and not slot.latercall:
+            self._give_places(slot, waiting)
+        if waiting is not None and not waiting:
+            del self._waiting[slot]
+        super()._process_queue(slot)  # blocked by a latercall set here, as Scrapy's own is
+
+    def _give_places(self, slot: Slot, waiting: deque[tuple[Request, asyncio.Future[None]]]) -> None:
+        """Free places to the first in line; with a delay (given while they waited), Scrapy's pacing:
+        one place, then a latercall (Scrapy's ``_latercall``, back here) when the delay has run."""
+        now = monotonic()
+        delay = slot.download_delay()
         while waiting and slot.free_transfer_slots() > 0:
+            if delay and (penalty := delay - now + slot.lastseen) > 0:
+                slot.latercall = call_later(penalty, self._latercall, slot)
+                return
             request, place = waiting.popleft()
             if place.done():  # cancelled while it waited: its task is on its way out
                 continue
             slot.transferring.add(request)  # taken now, not when its task next runs
+            slot.lastseen = now
             place.set_result(None)
-        if waiting is not None and not waiting:
-            del self._waiting[slot]
-        super()._process_queue(slot)

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 import pytest
 from aiohttp import web
@@ -53,16 +54,19 @@ class Server(LoopServer):
     def __init__(self) -> None:
         super().__init__()
         self.arrivals: list[float] = []
+        self.paths: list[str] = []  # in the order they arrived
         self.in_flight = self.most_in_flight = 0
         self.delay = 0.0
 
     def reset(self, delay: float) -> None:
         self.arrivals.clear()
+        self.paths.clear()
         self.in_flight = self.most_in_flight = 0
         self.delay = delay
 
     async def handle(self, request: web.Request) -> web.Response:
         self.arrivals.append(time.monotonic())
+        self.paths.append(request.path)
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
@@ -78,11 +82,13 @@ def running_server() -> Iterator[Server]:
 
 
 def crawl(downloader: str, urls: list[str], **settings: Any) -> tuple[dict[str, Any], dict[Any, int]]:
-    """Each URL's outcome (status or exception name); how often each tracked signal was sent, and under
-    ``"most in downloader"`` the most requests that had reached the downloader and not yet left it."""
+    """Each URL's outcome (status or exception name); how often each tracked signal was sent, under
+    ``"most in downloader"`` the most requests that had reached the downloader and not yet left it,
+    and under ``"order reached"`` the paths of the requests in the order they reached it."""
     outcomes: dict[str, Any] = {}
     sent: dict[Any, int] = dict.fromkeys((signal for signal in TRACKED), 0)
     inside = {"now": 0, "most": 0}
+    reached: list[str] = []
     runner = CrawlerRunner({
         "DOWNLOADER": downloader, "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False,
         "DOWNLOAD_HANDLERS": {"http": "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"},
@@ -90,8 +96,10 @@ def crawl(downloader: str, urls: list[str], **settings: Any) -> tuple[dict[str, 
     crawler = runner.create_crawler(Fetch)
 
     def count(signal: object) -> Any:
-        def receiver(**_: Any) -> None:
+        def receiver(**kwargs: Any) -> None:
             sent[signal] += 1
+            if signal is signals.request_reached_downloader:
+                reached.append(urlparse(kwargs["request"].url).path)
             if signal in (signals.request_reached_downloader, signals.request_left_downloader):
                 inside["now"] += 1 if signal is signals.request_reached_downloader else -1
                 inside["most"] = max(inside["most"], inside["now"])
@@ -107,7 +115,7 @@ def crawl(downloader: str, urls: list[str], **settings: Any) -> tuple[dict[str, 
     on_reactor_loop(run())
     assert isinstance(crawler.engine.downloader, LeanDownloader) is (downloader == OURS)
     assert not crawler.engine.downloader.active
-    return outcomes, {**sent, "most in downloader": inside["most"]}
+    return outcomes, {**sent, "most in downloader": inside["most"], "order reached": reached}
 
 
 @DOWNLOADERS
@@ -118,6 +126,7 @@ def test_every_request_is_answered_and_signalled_once(downloader: str, running_s
     assert outcomes == {**dict.fromkeys(urls, 200), REFUSED: "DownloadConnectionRefusedError"}
     # The refused request reached the downloader and left it, with nothing downloaded.
     most_inside = sent.pop("most in downloader")
+    sent.pop("order reached")
     assert sent == {signals.request_reached_downloader: 41, signals.response_downloaded: 40,
                     signals.request_left_downloader: 41, signals.response_received: 40}
     assert most_inside <= 16  # CONCURRENT_REQUESTS
@@ -166,6 +175,47 @@ def test_the_download_delay_spaces_requests(downloader: str, running_server: Ser
     # handler's connection pool, so it can arrive late, and the first gap be short by that
     # (0.065 s with Scrapy's downloader on the loaded machine): judged from the second on.
     assert min(gaps[1:]) >= 0.14, gaps
+
+
+class SlowDown:
+    """An extension that gives a slot a delay when its first response arrives, as AutoThrottle sets
+    ``slot.delay`` on ``response_downloaded``: the requests behind it are already waiting in the slot."""
+
+    DELAY = 0.2
+
+    def __init__(self, crawler: Any) -> None:
+        self.crawler = crawler
+        crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> SlowDown:
+        return cls(crawler)
+
+    def response_downloaded(self, request: Request, **_: Any) -> None:
+        slot = self.crawler.engine.downloader.slots[request.meta["download_slot"]]
+        if not slot.delay:
+            slot.delay = self.DELAY
+
+
+@DOWNLOADERS
+def test_a_delay_given_at_run_time_spaces_the_requests_waiting_in_the_slot(
+        downloader: str, running_server: Server) -> None:
+    # One place in the slot: the first request goes, the next two wait in the slot's line. Its
+    # response gives the slot a delay, and the requests already waiting go one per delay, first
+    # come first served, then those that reached the downloader after (the engine holds 3).
+    running_server.reset(delay=0.0)
+    urls = [f"http://127.0.0.1:{running_server.port}/product/{n}" for n in range(6)]
+    outcomes, sent = crawl(downloader, urls, CONCURRENT_REQUESTS=3, EXTENSIONS={f"{__name__}.SlowDown": 0},
+                           DOWNLOAD_SLOTS={"127.0.0.1": {"concurrency": 1}})
+    assert outcomes == dict.fromkeys(urls, 200)
+    assert running_server.most_in_flight == 1
+    assert running_server.paths == sent["order reached"]
+    gaps = [later - earlier for earlier, later in zip(running_server.arrivals, running_server.arrivals[1:])]
+    assert len(gaps) == 5
+    # The delay runs from when the first request was sent, before it was set. Judged from the second
+    # gap on, as in test_the_download_delay_spaces_requests (the first request opens the connection
+    # pool and can arrive late); the second and third requests waited in the slot when it was set.
+    assert min(gaps[1:]) >= SlowDown.DELAY - 0.01, gaps
 
 
 class Cache:

@@ -357,3 +357,31 @@ def test_a_driver_error_about_a_misread_password_quotes_no_part_of_it(tmp_path, 
     assert shown.returncode == 2 and says in shown.stderr and shown.stderr.rstrip().endswith(HINT), shown.stderr
     for piece in pieces:
         assert piece not in shown.stderr + shown.stdout, (piece, shown.stderr)
+
+
+@pytest.mark.parametrize(("url", "secrets", "says"), [
+    # Read as redis-py reads it, the password "Zq@localhost:1#Xv" is "Zq", then the host localhost, port 1.
+    ("redis://:Zq@localhost:1#Xv@127.0.0.1:6379/0", ["Zq", "localhost", "Xv"],
+     "REDIS_URL='redis://:***@127.0.0.1:6379/0': cannot reach Redis for the shared rate limit: ConnectionError "
+     f"(the driver's message is not shown: the host, port or database it names may be pieces of the password){HINT}"),
+    # A plain password: Redis's own answer is shown, and it does not quote the password.
+    (f"redis://nobody:{SECRET}@127.0.0.1:6379/0", [SECRET],
+     "REDIS_URL='redis://nobody:***@127.0.0.1:6379/0': cannot reach Redis for the shared rate limit: "
+     "invalid username-password pair or user is disabled."),
+])
+def test_the_rate_limits_own_redis_check_follows_the_same_rule(tmp_path, url, secrets, says):
+    """The real Redis, reached by the rate limit's own ping: ``scrapy runspider`` has no start-up checks,
+    so the middleware is the first to use REDIS_URL (the crawl command's check would refuse it before)."""
+    result = subprocess.run([sys.executable, "-m", "scrapy", "runspider", "productcrawler/spiders/products.py"],
+                            cwd=ROOT, env=crawl_env(REDIS_URL=url, DATABASE_URL=f"sqlite:///{tmp_path}/x.db"),
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 1, result.stderr[-2000:]
+    said = [line for line in result.stderr.splitlines() if "cannot reach Redis" in line]
+    assert said == [f"redis.exceptions.ConnectionError: {says}"], result.stderr[-3000:]
+    # One ERROR: the crawl that failed to start. (The download handler's aiohttp sessions, opened
+    # before the middleware refused, are reported unclosed as the process exits.)
+    errors = [line for line in result.stderr.splitlines()
+              if " ERROR: " in line and "Unclosed client session" not in line]
+    assert len(errors) == 1 and "Spider opened" not in result.stderr, result.stderr[-3000:]
+    for secret in secrets:
+        assert secret not in result.stderr + result.stdout, (secret, result.stderr[-3000:])

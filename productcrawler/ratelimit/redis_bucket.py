@@ -116,14 +116,20 @@ def ping(url: str) -> None:
     """Fail at once, naming the masked URL, if Redis at ``url`` is unreachable.
 
     A synchronous one-off at start-up; the hot path only uses ``redis.asyncio``.
+    redis-py's message is told as the start-up checks tell it
+    (:func:`productcrawler.preflight.describe`): left out, and not chained,
+    when the password is ambiguous, for it names pieces of the password.
     """
+    from productcrawler.preflight import describe  # (preflight imports the rate limit)
+
     client = redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
     try:
         client.ping()
     except RedisError as exc:
         raise RedisConnectionError(
-            f"REDIS_URL={mask_url(url)!r}: cannot reach Redis for the shared rate limit: {exc}"
-        ) from exc
+            f"REDIS_URL={mask_url(url)!r}: cannot reach Redis for the shared rate limit: "
+            f"{describe(exc, url, tls_option='ssl_ca_certs')}"
+        ) from None
     finally:
         client.close()
 

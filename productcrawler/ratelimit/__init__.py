@@ -18,6 +18,7 @@ from productcrawler.ratelimit.bucket import (
     TokenBucket,
     granting_burst,
     late_tolerance,
+    wake_time,
 )
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
 
@@ -31,4 +32,5 @@ __all__ = [
     "TokenBucket",
     "granting_burst",
     "late_tolerance",
+    "wake_time",
 ]

@@ -62,7 +62,7 @@ from scrapy.utils.misc import load_object
 
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, crawl_config, mask_url
-from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
+from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket, wake_time
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
 
 if TYPE_CHECKING:
@@ -81,15 +81,6 @@ logger = logging.getLogger(__name__)
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 META_GRANTED_AT = "ratelimit_granted_at"  # when the bucket granted this request's slot
 EFFECTIVE_RATE_INTERVAL = 1.0  # seconds between updates of the effective_rate stat
-# A timer wakes its task late by the event loop's granularity even on an idle
-# loop: epoll's timeout is rounded up to the millisecond, and the woken task
-# runs one turn of the loop after its timer. Every late millisecond counts
-# against the slot's lateness budget (9 ms at 500/s), so the wait aims this
-# much before the slot and, when that wake-up comes early, sleeps again for
-# the rest: a request is never sent before its slot. The lag it removes is
-# small beside the stalls that make most slots stale (BENCHMARKS.md, "Where
-# the slots of a pass go").
-WAKE_EARLY = 0.0015  # seconds
 PACING_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"
 
 # The limiter of each running crawler, for its download handler to wait on.
@@ -249,11 +240,17 @@ class RateLimitMiddleware:
         try:
             while True:
                 reservation = await self.limiter.acquire()
-                while (delay := reservation.at - time.monotonic()) > 0:
+                now = time.monotonic()
+                if now < reservation.at:
                     slept = True
-                    # Aim early by the loop's own lag, then sleep out what is left.
-                    await asyncio.sleep(delay - WAKE_EARLY if delay > WAKE_EARLY else delay)
-                if time.monotonic() <= reservation.deadline:
+                    # Woken with the other slots of its tick (see wake_time); a timer
+                    # that fires before the slot itself (the loop rounds to the
+                    # millisecond) sleeps again: never sent before its slot.
+                    wake = wake_time(reservation.at, reservation.deadline)
+                    while now < reservation.at:
+                        await asyncio.sleep(wake - now)
+                        now = time.monotonic()
+                if now <= reservation.deadline:
                     return reservation, slept
                 # Woken too late (event-loop lag): sending now could crowd the
                 # slots granted after this one, so take a new slot instead.

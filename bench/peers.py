@@ -15,6 +15,10 @@ Crawlers:
   upsert per item, Redis set of done ids);
 - ``ours-uvloop`` (only when named): ``ours`` on asyncio's own event loop
   instead of uvloop's (``ASYNCIO_EVENT_LOOP=asyncio.SelectorEventLoop``);
+- ``floor`` (only when named): ``bench/floor_spider.py``, Scrapy with every
+  component the public extension points let a project remove removed, the
+  project's lean handler and downloader, no storage; unthrottled only. Its
+  CPU per product is the least any Scrapy crawl of this API can cost;
 - ``ours-autothrottle`` (only when named): ``ours`` without AutoThrottle, whose
   pace (``AUTOTHROTTLE_TARGET_CONCURRENCY`` / latency) is what limits an
   unthrottled crawl on a busy machine.
@@ -62,6 +66,8 @@ from _common import (
 )
 
 CRAWLERS = ("ours", "stock", "aiohttp")
+#: Crawlers that store nothing: "stored" is the simulator's count of 200 answers; unthrottled only.
+NO_STORAGE = ("stock", "floor")
 #: Ours with extra settings, by --crawlers name (not run unless named).
 OURS_VARIANTS: dict[str, dict[str, Any]] = {
     "ours-uvloop": {"ASYNCIO_EVENT_LOOP": "asyncio.SelectorEventLoop"},  # asyncio's loop, not uvloop's
@@ -74,7 +80,7 @@ UNTHROTTLED = 1_000_000
 
 def run_one(crawler: str, rate: float, ids: int, base_url: str, work: Path, *,
             timeout: float) -> Run:
-    database = create_database("benchpeer") if crawler != "stock" else None
+    database = create_database("benchpeer") if crawler not in NO_STORAGE else None
     prefix = unique_prefix("benchpeer")
     log = work / f"{crawler}.{int(rate)}.log"
     try:
@@ -82,6 +88,10 @@ def run_one(crawler: str, rate: float, ids: int, base_url: str, work: Path, *,
             command = [SCRAPY, "runspider", str(BENCH / "stock_spider.py"), "-a", f"base_url={base_url}",
                        "-a", "start_id=1", "-a", f"end_id={ids}", "-s", "LOG_LEVEL=INFO"]
             cwd: Path | str = tempfile.gettempdir()
+        elif crawler == "floor":
+            command = [SCRAPY, "runspider", str(BENCH / "floor_spider.py"), "-a", f"base_url={base_url}",
+                       "-a", "start_id=1", "-a", f"end_id={ids}", "-s", "ASYNCIO_EVENT_LOOP=uvloop.Loop"]
+            cwd = tempfile.gettempdir()
         elif crawler == "aiohttp":
             command = [PYTHON, str(BENCH / "aiohttp_crawler.py"), "--base-url", base_url, "--start", "1",
                        "--end", str(ids), "--rate", str(rate), "--database", str(database),
@@ -134,7 +144,7 @@ def main() -> int:
             # Generous: a rate-limited run must take ids/rate; nothing should take 3x that.
             timeout = max(300.0, 3 * args.ids / rate)
             for crawler in crawlers:
-                if crawler == "stock" and mode != "unthrottled":
+                if crawler in NO_STORAGE and mode != "unthrottled":
                     continue
                 sim.reset()
                 started = time.time()
@@ -173,7 +183,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
         ratio = f"{r['cpu_ms_per_stored'] / stock['cpu_ms_per_stored']:.2f}" if stock else "-"
         span = f"{r['span']:.1f} ({r['ideal_s']:.0f})" if "span" in r else "-"
         busiest = str(r.get("busiest_1s", "-"))
-        redis_kb = f"{r['redis_keys_bytes'] / 1024:.0f}" if r["crawler"] != "stock" else "-"
+        redis_kb = f"{r['redis_keys_bytes'] / 1024:.0f}" if r["crawler"] not in NO_STORAGE else "-"
         print(f"| {r['mode']} | {r['crawler']} | {r['cpu_ms_per_stored']:.3f} | {ratio} | {r['wall_s']:.1f} | "
               f"{r['throughput']:.0f} | {span} | {busiest} | {r['maxrss_mb']:.0f} | {redis_kb} |")
 

@@ -1,0 +1,71 @@
+"""Scrapy's floor: the least work a Scrapy crawl of this API can do per response.
+
+Everything Scrapy lets a project remove through its public extension points
+(settings and components) is removed: no downloader or spider middlewares, no
+extensions but this project's garbage-collector tuning, no stats, no duplicate
+filter, no item pipeline (an item goes nowhere: no storage, no Redis), the
+lean download handler and downloader of this project without pacing. What is
+left is Scrapy's engine, scheduler, downloader and scraper moving a request
+and its response, and a callback that decodes the JSON into a dict.
+
+It is not a crawler anyone should run: it stores nothing. It answers one
+question for issue 20: can *any* Scrapy crawl, built from public extension
+points, cost as little CPU per product as the aiohttp crawler (which also
+writes MySQL and Redis)? Run by ``bench/peers.py --crawlers floor,...``;
+alone, from outside the project so that no project setting applies::
+
+    cd /tmp && PYTHONPATH=/work/main /work/main/.venv/bin/scrapy runspider \
+        /work/main/bench/floor_spider.py -a base_url=http://127.0.0.1:8931/v1 -a end_id=20000 \
+        -s ASYNCIO_EVENT_LOOP=uvloop.Loop
+
+(The event loop is a command-line setting: ``runspider`` installs the reactor
+before it reads the spider's own settings.)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import scrapy
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from scrapy.http import Response
+
+
+class FloorSpider(scrapy.Spider):
+    name = "floor"
+    custom_settings: ClassVar[dict[str, Any]] = {
+        "DOWNLOADER_MIDDLEWARES_BASE": {},
+        "SPIDER_MIDDLEWARES_BASE": {},
+        "EXTENSIONS_BASE": {},
+        "EXTENSIONS": {"productcrawler.extensions.gc_tuning.GcTuning": 0},
+        "ITEM_PIPELINES": {},
+        "STATS_CLASS": "scrapy.statscollectors.DummyStatsCollector",
+        "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
+        "DOWNLOAD_HANDLERS": {"http": "productcrawler.download_handler.LeanAiohttpDownloadHandler"},
+        "DOWNLOADER": "productcrawler.downloader.LeanDownloader",
+        # The project's concurrency, so that the engine moves as many requests at once as ours does.
+        "CONCURRENT_REQUESTS": 64,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 64,
+        "CONCURRENT_ITEMS": 1,
+        "LOG_LEVEL": "WARNING",
+        "LOG_FORMATTER": "productcrawler.logformatter.QuietLogFormatter",
+    }
+
+    def __init__(self, base_url: str, start_id: str = "1", end_id: str = "10000", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.base_url = base_url.rstrip("/")
+        self.start_id = int(start_id)
+        self.end_id = int(end_id)
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        for product_id in range(self.start_id, self.end_id + 1):
+            yield scrapy.Request(f"{self.base_url}/product/{product_id}", callback=self.parse,
+                                 dont_filter=True)
+
+    def parse(self, response: Response) -> list[dict[str, Any]]:
+        # A list, not a generator: Scrapy inspects a generator callback's source on every call.
+        return [json.loads(response.body)] if response.status == 200 else []

@@ -200,7 +200,7 @@ def test_leases_grow_while_every_slot_gets_used(prefix: str) -> None:
 def test_a_distant_redis_still_gets_requests_sent_within_the_cap(prefix: str) -> None:
     # 20 ms each way (Redis in another region): a lease's first slots were
     # granted for the moment the script ran, 40 ms stale on arrival, past the
-    # late tolerance (9 ms at 500/s), and every lease was dropped: nothing sent, ever.
+    # late tolerance (14.4 ms at 500/s), and every lease was dropped: nothing sent, ever.
     rate, burst = 500, 10
     sends: list[float] = []
 

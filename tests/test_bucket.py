@@ -245,7 +245,7 @@ def _reservations(rate: float, burst: float, count: int) -> list[Reservation]:
 @pytest.mark.parametrize(("rate", "burst"), [(500, 10), (200, 4), (150, 3), (100, 1), (1000, 25)])
 def test_wake_times_group_slots_and_keep_the_window(rate: float, burst: float) -> None:
     reservations = _reservations(rate, burst, 3 * rate)
-    wakes = [wake_time(r.at, r.deadline) for r in reservations]
+    wakes = [wake_time(r.at, r.deadline, 1 / rate) for r in reservations]
     for r, wake in zip(reservations, wakes):
         # Never before the slot; in the first half of its send window, the rest left for the loop's lag.
         assert r.at <= wake <= r.at + 0.5 * (r.deadline - r.at) + 1e-9
@@ -262,15 +262,59 @@ def test_wake_times_group_slots_and_keep_the_window(rate: float, burst: float) -
 
 def test_wake_times_at_500_per_second_come_in_ticks_of_several_requests() -> None:
     reservations = _reservations(500, 10, 5000)
-    wakes = [wake_time(r.at, r.deadline) for r in reservations]
+    wakes = [wake_time(r.at, r.deadline, 1 / 500) for r in reservations]
     # A 14.4 ms window, a 7.2 ms tick: 3-4 requests a tick, about 139 wake-ups a second, not 500.
     assert len(set(wakes)) / (5000 / 500) == pytest.approx(1 / 0.0072, rel=0.02)
 
 
 def test_a_long_send_window_wakes_on_ticks_of_at_most_tick_max() -> None:
-    # An unthrottled crawl paced by AutoThrottle: a burst of 20,000 at a pace of 3,000/s.
-    at, deadline = 1000.0001, 1000.0001 + late_tolerance(1 / 3000, 20_000)
-    assert deadline - at > 5
-    wake = wake_time(at, deadline)
+    # A cap of 1e6/s (an unthrottled crawl) with a burst of 100,000: an 80 ms send window.
+    at, deadline = 1000.0001, 1000.0001 + late_tolerance(1 / 1_000_000, 100_000)
+    assert deadline - at > 2 * TICK_MAX
+    wake = wake_time(at, deadline, 1 / 1_000_000)
     assert at <= wake <= at + TICK_MAX
-    assert wake_time(at, at) == at
+    assert wake_time(at, at, 1 / 1_000_000) == at
+
+
+@pytest.mark.parametrize(("rate", "burst"), [(50, 1), (100, 2)])
+def test_no_tick_where_a_tick_cannot_hold_two_slots(rate: float, burst: float) -> None:
+    # A 5-8 ms window at 20-10 ms between slots: a tick would only spend the margin for lag.
+    for r in _reservations(rate, burst, 50):
+        assert wake_time(r.at, r.deadline, 1 / rate) == r.at
+
+
+def _ramp(rate: float, burst: float, first_delay: float, factor: float, depth: int = 64) -> list[tuple[float, float]]:
+    """AutoThrottle speeding its pace up response by response (the API recovered), ``depth`` requests in flight:
+    each takes its slot when the one ``depth`` places before it was sent. Returns (slot, deadline) pairs."""
+    clock = FakeClock()
+    limiter = LocalRateLimiter(TokenBucket(rate, burst, clock=clock))
+    delays = [first_delay] * 100
+    while delays[-1] > 1 / rate:
+        delays.append(delays[-1] * factor)
+
+    async def run() -> list[tuple[float, float]]:
+        windows: list[tuple[float, float]] = []
+        for delay in [*delays, *[None] * 600]:
+            if len(windows) >= depth:
+                clock.now = max(clock.now, windows[-depth][0])
+            limiter.set_pace(None if delay is None else 1 / delay)
+            reservation = await limiter.acquire()
+            windows.append((reservation.at, reservation.deadline))
+        return windows
+
+    return asyncio.run(run())
+
+
+def _most_sends_possible(windows: list[tuple[float, float]], width: float) -> int:
+    """The most requests an adversary can put in one window of ``width``: each anywhere in [slot, deadline]."""
+    starts = [at for at, _ in windows] + [deadline for _, deadline in windows]
+    return max(sum(1 for at, deadline in windows if at < start + width and deadline >= start) for start in starts)
+
+
+@pytest.mark.parametrize(("rate", "burst", "factor"), [(500, 10, 0.5), (500, 10, 0.7), (1000, 25, 0.5)])
+def test_the_bound_holds_while_autothrottle_speeds_the_pace_up(rate: float, burst: float, factor: float) -> None:
+    # From a 94 ms delay to the cap. With the send window measured in the slow pace's interval, a slot
+    # granted early in the ramp could be sent as late as the fast slots after it: 67 in 100 ms at 500/s.
+    windows = _ramp(rate, burst, 0.094, factor)
+    for width in (0.1, 1.0):
+        assert _most_sends_possible(windows, width) <= width * rate + burst

@@ -5,13 +5,18 @@ algorithm / virtual scheduling): every reservation is granted at once and
 returns the time at which its request may be sent, so ``n`` waiting requests
 get ``n`` distinct send times and each sleeps exactly once.
 
-With ``interval = 1 / effective_rate`` and ``tau = (b - 1) * interval``, a
+With ``interval = 1 / effective_rate`` and ``tau = (b - 1) / rate``, a
 reservation made at ``now`` gets ``max(now, max(tat, now) - tau)`` and moves the
-TAT on by one interval. Any two granted slots ``i < j`` then satisfy
-``slot_j - slot_i >= (j - i) * interval - tau``, so any window of L seconds
-holds at most ``L * rate + b`` slots. ``b`` is :func:`granting_burst`, part of
-the configured burst: the rest covers the lateness a slot may be used with
-(:func:`late_tolerance`), so that *sends* stay within ``L * rate + burst``.
+TAT on by one interval. Every interval is at least ``1 / rate`` (the effective
+rate never exceeds the cap), so any two granted slots ``i < j`` satisfy
+``slot_j - slot_i >= (j - i) / rate - tau``, whatever paces and backoffs came
+between them, and any window of L seconds holds at most ``L * rate + b`` slots.
+``b`` is :func:`granting_burst`, part of the configured burst: the rest covers
+the lateness a slot may be used with (:func:`late_tolerance`, also measured in
+the cap's interval), so that *sends* stay within ``L * rate + burst``. (Both
+spans were once measured in the interval of the pace in force: a slot granted
+at a slow pace could then be sent so late that it crowded the fast slots after
+AutoThrottle sped the pace back up.)
 
 The effective rate is ``rate * factor``, or a lower ``pace`` when one is set
 (AutoThrottle's latency-based target, :mod:`.autothrottle`); a 429 multiplies the factor by
@@ -61,7 +66,7 @@ def granting_burst(burst: float) -> float:
 
 
 def late_tolerance(interval: float, burst: float) -> float:
-    """Seconds after its slot a request may still be sent, at ``interval`` between slots.
+    """Seconds after its slot a request may still be sent, for a cap of one request per ``interval``.
 
     At least ``MIN_LATE_TOLERANCE``: a wake-up is rarely more punctual on a busy
     machine. With a burst below ``1 + MIN_LATE_TOLERANCE / interval`` sends may
@@ -71,15 +76,18 @@ def late_tolerance(interval: float, burst: float) -> float:
     return max(MIN_LATE_TOLERANCE, LATE_SHARE * (burst - 1.0) * interval)
 
 
-def wake_time(at: float, deadline: float) -> float:
+def wake_time(at: float, deadline: float, interval: float) -> float:
     """When a request whose slot is ``at`` and goes stale after ``deadline`` should wake to be sent.
 
     The first tick at or after ``at`` on a grid of ``TICK_SHARE`` of the send
     window (at most ``TICK_MAX``): never before the slot, always in the first
     part of its window, and the same for the slots that fall between two ticks.
+    When a tick could not hold two slots ``interval`` apart (the cap's
+    interval: low rates, small bursts), the slot itself: a tick would only
+    spend the window's margin for lag.
     """
     tick = min(TICK_MAX, TICK_SHARE * (deadline - at))
-    if tick <= 0:
+    if tick < 2 * interval:
         return at
     return max(at, math.ceil(at / tick) * tick)
 
@@ -206,7 +214,7 @@ class TokenBucket:
         interval = 1.0 / self.effective_rate(now)
         tat = max(self._tat, now)
         self._tat = tat + count * interval
-        return Lease(tat - (granting_burst(self.burst) - 1.0) * interval, interval, count, now)
+        return Lease(tat - (granting_burst(self.burst) - 1.0) / self.rate, interval, count, now)
 
     def reserve(self, now: float | None = None) -> float:
         """Reserve one slot; return the time at which it may be used."""
@@ -255,7 +263,7 @@ class LocalRateLimiter:
         lease = self.bucket.lease(1, now)
         slot = max(lease.not_before, lease.base)
         return Reservation(at=slot, granted_at=now, slot=slot,
-                           deadline=slot + late_tolerance(lease.interval, self.bucket.burst))
+                           deadline=slot + late_tolerance(1.0 / self.bucket.rate, self.bucket.burst))
 
     def set_pace(self, pace: float | None) -> None:
         """Grant new slots at no more than ``pace`` per second (None: up to the cap)."""

@@ -246,7 +246,7 @@ class RateLimitMiddleware:
                     # Woken with the other slots of its tick (see wake_time); a timer
                     # that fires before the slot itself (the loop rounds to the
                     # millisecond) sleeps again: never sent before its slot.
-                    wake = wake_time(reservation.at, reservation.deadline)
+                    wake = wake_time(reservation.at, reservation.deadline, 1.0 / self.limiter.rate)
                     while now < reservation.at:
                         await asyncio.sleep(wake - now)
                         now = time.monotonic()

@@ -22,7 +22,10 @@ no sooner than the fastest recent round trip after the script runs.
 State lives in one hash, ``{REDIS_KEY_PREFIX}:ratelimit:bucket`` (fields
 ``tat``, ``factor``, ``factor_at``, ``backoff_at``, all server seconds), whose
 TTL is renewed by every call to at least a minute past its TAT. All instances
-must run with the same ``MAX_REQUESTS_PER_SECOND`` and ``RATE_LIMIT_BURST``.
+must run with the same ``MAX_REQUESTS_PER_SECOND`` and ``RATE_LIMIT_BURST``, and
+the same version of this project: how a burst is split between granting early
+and sending late (:mod:`.bucket`) changed on 2026-12-01, and instances that
+split it differently can together exceed the bound by a few requests.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from productcrawler.config import mask_url
+from productcrawler.config.values import ambiguous_userinfo
 from productcrawler.ratelimit.bucket import (
     BackoffPolicy,
     Lease,
@@ -85,7 +89,7 @@ local s = redis.call('HMGET', KEYS[1], 'tat', 'factor', 'factor_at')
 local factor = recovered_factor(s[2], s[3], now, tonumber(ARGV[4]))
 local interval = 1 / math.min(rate * factor, tonumber(ARGV[6]))
 local tat = math.max(tonumber(s[1]) or now, now + tonumber(ARGV[7]))
-local base = tat - (burst - 1) * interval
+local base = tat - (burst - 1) / rate
 tat = math.ceil((tat + count * interval) * 1000000) / 1000000
 redis.call('HSET', KEYS[1], 'tat', string.format('%.6f', tat))
 redis.call('PEXPIRE', KEYS[1], math.ceil((tat - now + tonumber(ARGV[5])) * 1000))
@@ -129,7 +133,7 @@ def ping(url: str) -> None:
         raise RedisConnectionError(
             f"REDIS_URL={mask_url(url)!r}: cannot reach Redis for the shared rate limit: "
             f"{describe(exc, url, tls_option='ssl_ca_certs')}"
-        ) from None
+        ) from (None if ambiguous_userinfo(url) else exc)
     finally:
         client.close()
 
@@ -220,7 +224,7 @@ class RedisTokenBucket:
         server_now, base, interval, factor = (float(value) for value in reply)
         offset = self._estimate_offset(server_now, started, received)
         self._factor = factor
-        tolerance = late_tolerance(interval, self.burst)
+        tolerance = late_tolerance(1.0 / self.rate, self.burst)
         for slot in Lease(base, interval, count, server_now + lead).slots():
             # Not clamped to ``received``: a slot that passed while the call was
             # on its way is as stale here as anywhere.

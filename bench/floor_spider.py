@@ -1,7 +1,6 @@
-"""Scrapy's floor: the least work a Scrapy crawl of this API can do per response.
+"""A floor for Scrapy: about the least work a Scrapy crawl of this API can do per response.
 
-Everything Scrapy lets a project remove through its public extension points
-(settings and components) is removed: no downloader or spider middlewares, no
+What Scrapy lets a project remove through settings is removed: no downloader or spider middlewares, no
 extensions but this project's garbage-collector tuning, no stats, no duplicate
 filter, no item pipeline (an item goes nowhere: no storage, no Redis), the
 lean download handler and downloader of this project without pacing. What is
@@ -9,9 +8,11 @@ left is Scrapy's engine, scheduler, downloader and scraper moving a request
 and its response, and a callback that decodes the JSON into a dict.
 
 It is not a crawler anyone should run: it stores nothing. It answers one
-question for issue 20: can *any* Scrapy crawl, built from public extension
-points, cost as little CPU per product as the aiohttp crawler (which also
-writes MySQL and Redis)? Run by ``bench/peers.py --crawlers floor,...``;
+question for issue 20: how close can a Scrapy crawl built from public
+extension points come to the CPU per product of the aiohttp crawler (which
+also writes MySQL and Redis)? It is a low floor, not a proven minimum: it
+keeps Scrapy's default scheduler, the standard library's JSON decoder and the
+project's concurrency. Run by ``bench/peers.py --crawlers floor,...``;
 alone, from outside the project so that no project setting applies::
 
     cd /tmp && PYTHONPATH=/work/main /work/main/.venv/bin/scrapy runspider \

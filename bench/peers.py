@@ -15,10 +15,10 @@ Crawlers:
   upsert per item, Redis set of done ids);
 - ``ours-uvloop`` (only when named): ``ours`` on asyncio's own event loop
   instead of uvloop's (``ASYNCIO_EVENT_LOOP=asyncio.SelectorEventLoop``);
-- ``floor`` (only when named): ``bench/floor_spider.py``, Scrapy with every
-  component the public extension points let a project remove removed, the
-  project's lean handler and downloader, no storage; unthrottled only. Its
-  CPU per product is the least any Scrapy crawl of this API can cost;
+- ``floor`` (only when named): ``bench/floor_spider.py``, Scrapy with the
+  components a project can remove through settings removed, the project's
+  lean handler and downloader, no storage; unthrottled only: a low floor for
+  the CPU per product of a Scrapy crawl of this API;
 - ``ours-autothrottle`` (only when named): ``ours`` without AutoThrottle, whose
   pace (``AUTOTHROTTLE_TARGET_CONCURRENCY`` / latency) is what limits an
   unthrottled crawl on a busy machine.

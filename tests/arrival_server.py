@@ -10,6 +10,12 @@ JSON. Run it as a subprocess (``python tests/arrival_server.py``, it prints
 ``ARRIVAL SERVER LISTENING http://HOST:PORT``); it also asks for a higher
 scheduling priority when the OS allows.
 
+With ``--proxies N`` it also listens on N more ports (printed on a second line,
+``ARRIVAL SERVER PROXIES http://HOST:PORT,...``) that take the absolute-form
+``GET http://HOST:PORT/v1/product/{id}`` an HTTP proxy gets, and answer it
+themselves: a crawl's ``PROXY_URLS`` pointed at them has its requests stamped
+where a proxy provider counts them, at each proxy's socket.
+
 Control routes (not recorded as arrivals):
 
 - ``GET /_arrivals``: ``{"arrivals": [t, ...]}``, product requests since the
@@ -19,7 +25,8 @@ Control routes (not recorded as arrivals):
   stalls for ``S`` seconds: an answer due inside a stall is held until it ends;
 - ``POST /_slow?from_id=N&seconds=S``: ids from ``N`` on are answered after ``S`` seconds.
 
-``GET /_arrivals`` also gives ``ids``, the product id of each arrival.
+``GET /_arrivals`` also gives ``ids``, the product id of each arrival, and
+``via``, the index of the proxy port it came to (-1: the API's own port).
 
 ``ArrivalServer`` drives it from tests and benchmarks.
 """
@@ -39,7 +46,10 @@ import urllib.request
 from typing import Any
 
 LISTENING = "ARRIVAL SERVER LISTENING"
+PROXIES = "ARRIVAL SERVER PROXIES"
 PRODUCT_PATH = re.compile(rb"^GET /v1/product/(\d+) HTTP/1\.[01]$")
+#: What a proxy port takes: the absolute form (``GET http://host:port/v1/...``) as well.
+PROXIED_PATH = re.compile(rb"^GET (?:http://[^/ ]+)?/v1/product/(\d+) HTTP/1\.[01]$")
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 # Linux, not exposed by the socket module: receive time stamps with nanoseconds.
 SO_TIMESTAMPNS = 35
@@ -50,6 +60,7 @@ class State:
     def __init__(self) -> None:
         self.arrivals: list[float] = []
         self.ids: list[int] = []
+        self.via: list[int] = []
         self.slow_from = 0
         self.slow_seconds = 0.0
         self.hold_seconds = 0.0
@@ -78,8 +89,10 @@ def response(status: str, body: bytes) -> bytes:
 class Connection:
     """One client connection, read with ``recvmsg`` whenever the loop sees it readable."""
 
-    def __init__(self, sock: socket.socket, state: State, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, sock: socket.socket, state: State, loop: asyncio.AbstractEventLoop, via: int = -1) -> None:
         self.sock, self.state, self.loop = sock, state, loop
+        self.via = via  # the proxy port it came to, -1 for the API's own
+        self.path = PRODUCT_PATH if via < 0 else PROXIED_PATH
         self.buffer = b""
         self.busy_until = 0.0  # answers leave in order
         sock.setblocking(False)
@@ -105,11 +118,12 @@ class Connection:
         while b"\r\n\r\n" in self.buffer:
             head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
             request_line = head.split(b"\r\n", 1)[0]
-            match = PRODUCT_PATH.match(request_line)
+            match = self.path.match(request_line)
             if match:
                 product_id = int(match.group(1))
                 self.state.arrivals.append(stamp)
                 self.state.ids.append(product_id)
+                self.state.via.append(self.via)
                 slow = self.state.slow_seconds if self.state.slow_seconds and product_id >= self.state.slow_from else 0
                 self.answer(response("200 OK", product(product_id)), hold=True, delay=slow)
             else:
@@ -140,10 +154,10 @@ class Connection:
         path, _, query = target.partition("?")
         params = dict(part.split("=", 1) for part in query.split("&") if "=" in part)
         if method == "GET" and path == "/_arrivals":
-            return response("200 OK", json.dumps({"arrivals": self.state.arrivals,
-                                                  "ids": self.state.ids}).encode())
+            return response("200 OK", json.dumps({"arrivals": self.state.arrivals, "ids": self.state.ids,
+                                                  "via": self.state.via}).encode())
         if method == "POST" and path == "/_reset":
-            self.state.arrivals, self.state.ids = [], []
+            self.state.arrivals, self.state.ids, self.state.via = [], [], []
             self.state.hold_seconds = self.state.slow_seconds = 0.0
             return response("200 OK", b"{}")
         if method == "POST" and path == "/_hold":
@@ -158,9 +172,8 @@ class Connection:
         return response("404 Not Found", b"{}")
 
 
-async def serve(host: str, port: int) -> None:
-    state = State()
-    loop = asyncio.get_running_loop()
+def listen(host: str, port: int, state: State, loop: asyncio.AbstractEventLoop, via: int = -1) -> str:
+    """Accept connections on ``host:port`` (0: any free port); returns its URL."""
     listener = socket.create_server((host, port), backlog=1024)
     listener.setblocking(False)
 
@@ -169,23 +182,35 @@ async def serve(host: str, port: int) -> None:
             sock, _ = listener.accept()
         except (BlockingIOError, InterruptedError):
             return
-        Connection(sock, state, loop)
+        Connection(sock, state, loop, via)
 
     loop.add_reader(listener, accept)
     address = listener.getsockname()
-    print(f"{LISTENING} http://{address[0]}:{address[1]}", flush=True)
+    return f"http://{address[0]}:{address[1]}"
+
+
+async def serve(host: str, port: int, proxies: int = 0) -> None:
+    state = State()
+    loop = asyncio.get_running_loop()
+    print(f"{LISTENING} {listen(host, port, state, loop)}", flush=True)
+    if proxies:
+        urls = [listen(host, 0, state, loop, via) for via in range(proxies)]
+        print(f"{PROXIES} {','.join(urls)}", flush=True)
     await asyncio.Event().wait()
 
 
 class ArrivalServer:
     """The server above in a subprocess; ``with ArrivalServer() as server: server.base_url``."""
 
-    def __init__(self) -> None:
+    def __init__(self, proxies: int = 0) -> None:
         self.process: subprocess.Popen[str] | None = None
         self.url = ""
+        self.proxies = proxies
+        #: The proxy ports' URLs, for ``PROXY_URLS``.
+        self.proxy_urls: list[str] = []
 
     def __enter__(self) -> ArrivalServer:
-        self.process = subprocess.Popen([sys.executable, __file__, "--port", "0"],
+        self.process = subprocess.Popen([sys.executable, __file__, "--port", "0", "--proxies", str(self.proxies)],
                                         stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline().strip()
@@ -193,6 +218,12 @@ class ArrivalServer:
             self.process.kill()
             raise RuntimeError(f"arrival server did not start: {line!r}")
         self.url = line.split()[-1]
+        if self.proxies:
+            line = self.process.stdout.readline().strip()
+            if not line.startswith(PROXIES):
+                self.process.kill()
+                raise RuntimeError(f"arrival server did not open its proxy ports: {line!r}")
+            self.proxy_urls = line.split()[-1].split(",")
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -217,6 +248,15 @@ class ArrivalServer:
         record = self._call("GET", "/_arrivals")
         return list(zip(record["arrivals"], record["ids"]))
 
+    def arrivals_by_proxy(self) -> list[list[float]]:
+        """The arrival times at each proxy port, by its index."""
+        record = self._call("GET", "/_arrivals")
+        times: list[list[float]] = [[] for _ in self.proxy_urls]
+        for stamp, via in zip(record["arrivals"], record["via"]):
+            if via >= 0:
+                times[via].append(stamp)
+        return times
+
     def slow(self, from_id: int, seconds: float) -> None:
         """Answer ids from ``from_id`` on after ``seconds``."""
         self._call("POST", f"/_slow?from_id={from_id}&seconds={seconds}")
@@ -231,11 +271,12 @@ class ArrivalServer:
 
 def main() -> None:
     port = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 0
+    proxies = int(sys.argv[sys.argv.index("--proxies") + 1]) if "--proxies" in sys.argv else 0
     try:
         os.setpriority(os.PRIO_PROCESS, 0, -5)  # the judge should stall less than the judged
     except OSError:
         pass
-    asyncio.run(serve("127.0.0.1", port))
+    asyncio.run(serve("127.0.0.1", port, proxies))
 
 
 if __name__ == "__main__":

@@ -274,10 +274,10 @@ def proxies(proxy_farm: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def arrival_server() -> Iterator[Any]:
-    """The independent arrival clock (tests/arrival_server.py), once per session."""
+    """The independent arrival clock (tests/arrival_server.py) with three proxy ports, once per session."""
     from tests.arrival_server import ArrivalServer
 
-    with ArrivalServer() as server:
+    with ArrivalServer(proxies=3) as server:
         yield server
 
 

@@ -52,12 +52,12 @@ MIN_LATE_TOLERANCE = 0.005  # seconds; a burst of 1 leaves no span to share (see
 # it, on a grid of TICK_SHARE of its send window (at most TICK_MAX): the
 # requests of one tick are woken, sent and answered together, in one turn of
 # the event loop instead of one or two turns each. At 500/s that is 3-4
-# requests every 7.2 ms, and the event loop's own work per request fell by
-# half (BENCHMARKS.md, "Issue 20, fifth pass"). The rest of the window is left
-# for the loop's lag. A tick never moves a send out of its window, so the
-# bound above does not change.
+# requests every 7.2 ms: turns of the loop per request fell from 7.3 to 2.9
+# and the CPU per product to 0.63x (BENCHMARKS.md, "Issue 20, fifth pass").
+# The rest of the window is left for the loop's lag. A tick never moves a send
+# out of its window, so the bound above does not change.
 TICK_SHARE = 0.5
-TICK_MAX = 0.010  # seconds: with a large burst (an unthrottled crawl paced by AutoThrottle) the window is long
+TICK_MAX = 0.010  # seconds: the window grows with RATE_LIMIT_BURST, a tick need not
 
 
 def granting_burst(burst: float) -> float:

@@ -28,15 +28,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import scrapy
+from bench.stock_spider import StockSpider
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from scrapy.http import Response
 
 
-class FloorSpider(scrapy.Spider):
+class FloorSpider(StockSpider):
+    """The stock spider's requests, with the least Scrapy around them."""
+
     name = "floor"
     custom_settings: ClassVar[dict[str, Any]] = {
         "DOWNLOADER_MIDDLEWARES_BASE": {},
@@ -55,17 +55,6 @@ class FloorSpider(scrapy.Spider):
         "LOG_LEVEL": "WARNING",
         "LOG_FORMATTER": "productcrawler.logformatter.QuietLogFormatter",
     }
-
-    def __init__(self, base_url: str, start_id: str = "1", end_id: str = "10000", **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.base_url = base_url.rstrip("/")
-        self.start_id = int(start_id)
-        self.end_id = int(end_id)
-
-    async def start(self) -> AsyncIterator[scrapy.Request]:
-        for product_id in range(self.start_id, self.end_id + 1):
-            yield scrapy.Request(f"{self.base_url}/product/{product_id}", callback=self.parse,
-                                 dont_filter=True)
 
     def parse(self, response: Response) -> list[dict[str, Any]]:
         # A list, not a generator: Scrapy inspects a generator callback's source on every call.

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 import redis
 
-from productcrawler.ratelimit import RedisTokenBucket, Reservation
+from productcrawler.ratelimit import RedisTokenBucket, Reservation, late_tolerance
 from productcrawler.ratelimit import redis_bucket as redis_bucket_module
 from productcrawler.ratelimit.redis_bucket import KEY_TTL, ping
 from tests.conftest import REDIS_URL
@@ -229,3 +229,21 @@ def test_a_distant_redis_still_gets_requests_sent_within_the_cap(prefix: str) ->
     assert len(sends) >= 200, len(sends)
     assert max_in_window(sends) <= rate + burst
     assert max_in_window(sends, 0.1) <= rate / 10 + burst
+
+
+def test_at_a_slow_pace_slots_keep_the_caps_window_and_are_not_granted_early(prefix: str) -> None:
+    # AutoThrottle's pace at 10/s under a cap of 500/s. Measured in the pace's interval, the send
+    # window was 720 ms and the first two slots were granted at once: sent late after the pace
+    # sped up again, they crowded the fast slots (tests/test_bucket.py has the ramp).
+    async def main() -> list[Reservation]:
+        bucket = make_bucket(prefix, rate=500, burst=10)
+        bucket.set_pace(10)
+        try:
+            return await take(bucket, 3)
+        finally:
+            await bucket.close()
+
+    reservations = asyncio.run(main())
+    assert [r.deadline - r.at for r in reservations] == pytest.approx([late_tolerance(1 / 500, 10)] * 3)
+    assert reservations[1].at - reservations[0].at == pytest.approx(0.1 - 1.8 / 500, abs=0.002)
+    assert reservations[2].at - reservations[1].at == pytest.approx(0.1, abs=0.002)

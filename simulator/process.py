@@ -111,6 +111,12 @@ class SimulatorProcess:
         """Forget arrivals, per-id attempt counts and the rate-limit window."""
         self._call("POST", "/_sim/reset")
 
+    def clean(self) -> SimulatorProcess:
+        """No faults, the options it was started with, and an empty arrival record; returns itself."""
+        self.set_faults([])
+        self.reset()
+        return self
+
     def set_faults(self, faults: Sequence[str] = (), **options: object) -> None:
         """Replace the fault configuration (options: retry_after, slow_delay, rate_limit,
         shape, api_key, revoke_after).

@@ -158,9 +158,7 @@ def simulator() -> Iterator[SimulatorProcess]:
 @pytest.fixture
 def clean_simulator(simulator: SimulatorProcess) -> SimulatorProcess:
     """The module's simulator with no faults and an empty arrival record."""
-    simulator.set_faults([])
-    simulator.reset()
-    return simulator
+    return simulator.clean()
 
 
 def crawl_env(**overrides: str) -> dict[str, str]:
@@ -198,9 +196,7 @@ def https_simulator(certificates: Any) -> Iterator[SimulatorProcess]:
 @pytest.fixture
 def clean_https_simulator(https_simulator: SimulatorProcess) -> SimulatorProcess:
     """The module's https simulator with no faults and an empty arrival record."""
-    https_simulator.set_faults([])
-    https_simulator.reset()
-    return https_simulator
+    return https_simulator.clean()
 
 
 def verifying(certificates: Any) -> dict[str, str]:

@@ -175,8 +175,7 @@ def test_a_key_revoked_mid_crawl_stops_the_crawl_and_the_pass_resumes(clean_simu
     assert all(answered.get(i) == 404 for i in missing)
 
     # With a valid key again, the next run resumes the pass and completes it.
-    clean_simulator.set_faults([])
-    clean_simulator.reset()
+    clean_simulator.clean()
     again = run_crawl("-a", "start_id=1", "-a", f"end_id={end}", settings=settings)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Resuming pass 1" in again.stderr

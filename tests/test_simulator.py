@@ -35,9 +35,7 @@ def server() -> Iterator[SimulatorProcess]:
 
 @pytest.fixture
 def sim(server: SimulatorProcess) -> SimulatorProcess:
-    server.set_faults([])
-    server.reset()
-    return server
+    return server.clean()
 
 
 class Answer:

@@ -1,6 +1,6 @@
 """The monitoring that ships with the stack: alert rules, dashboard, and what a live crawl exposes.
 
-promtool (Debian's ``prometheus`` package; ``.ci/run`` installs it) checks the
+promtool (Debian's ``prometheus`` package; ``make test`` installs it) checks the
 rule file, runs its unit tests and parses every dashboard query. A real crawl
 at 500/s against the simulator, with MySQL and Redis, is scraped while it runs
 and while its endpoint lingers after the end: every metric name the dashboard
@@ -53,7 +53,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 def promtool(*args: str | Path) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("promtool")
     if binary is None:
-        pytest.fail("promtool is missing: apt-get install prometheus (.ci/run does)")
+        pytest.fail("promtool is missing: apt-get install prometheus (`make test` does: scripts/test-tools.sh)")
     return subprocess.run([binary, *map(str, args)], capture_output=True, text=True, timeout=120, check=False)
 
 

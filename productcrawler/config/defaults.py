@@ -21,6 +21,8 @@ HEARTBEAT_INTERVAL = 2.0
 # name -> default; the one place where defaults live.
 DEFAULTS: dict[str, Any] = {
     "API_BASE_URL": SIMULATOR_BASE_URL,
+    # A product's URL, one {id} in it; None: {API_BASE_URL}/product/{id}.
+    "PRODUCT_URL": None,
     "API_KEY": None,
     "API_TIMEOUT": 30.0,
     "PRODUCT_ID_START": 1,

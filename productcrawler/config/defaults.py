@@ -21,7 +21,13 @@ HEARTBEAT_INTERVAL = 2.0
 # name -> default; the one place where defaults live.
 DEFAULTS: dict[str, Any] = {
     "API_BASE_URL": SIMULATOR_BASE_URL,
+    # A product's URL, one {id} in it; None: {API_BASE_URL}/product/{id}.
+    "PRODUCT_URL": None,
     "API_KEY": None,
+    # How API_KEY is sent: bearer, basic, header:NAME or query:NAME (config/auth.py).
+    "API_AUTH": "bearer",
+    # Fixed headers for the API's requests, a JSON object.
+    "API_HEADERS": None,
     "API_TIMEOUT": 30.0,
     "PRODUCT_ID_START": 1,
     "PRODUCT_ID_END": 50_000,

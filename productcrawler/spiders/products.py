@@ -52,8 +52,8 @@ class ProductsSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ProductsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = crawl_config(crawler, start_id=spider.start_id_arg, end_id=spider.end_id_arg)
-        # Our URLs are a base URL and an integer: when the base is already in
-        # normal form, so is every URL, and Request and aiohttp (yarl) need not
+        # Our URLs are a template and a percent-encoded id: when the template is
+        # in normal form, so is every URL, and Request and aiohttp (yarl) need not
         # normalise each one again (Scrapy's verbatim_url meta key).
         spider.verbatim_urls = safe_url_string(spider.config.product_url(1)) == spider.config.product_url(1)
         return spider
@@ -86,10 +86,9 @@ class ProductsSpider(Spider):
         )
 
     def product_id_in(self, url: str) -> int | None:
-        """The id of a product URL of ``API_BASE_URL`` (the inverse of ``product_url``), else None."""
-        prefix = self.config.product_url(0)[:-1]
-        tail = url[len(prefix):] if url.startswith(prefix) else ""
-        return int(tail) if tail.isdigit() else None
+        """The id of a product URL (the inverse of ``config.product_url``), else None."""
+        found = self.config.product_id_in(url)
+        return int(found) if found is not None and found.isascii() and found.isdigit() else None
 
     # Callbacks return lists rather than yield: Scrapy inspects the source of
     # generator callbacks for return values, at a cost on the hot path.
@@ -99,7 +98,8 @@ class ProductsSpider(Spider):
         if "product_id" not in request.meta:  # scrapy parse: a request the spider did not build
             product_id = self.product_id_in(response.url)
             if product_id is None:
-                logger.warning("Not a product URL of API_BASE_URL, nothing to parse: %s", response.url)
+                logger.warning("Not a product URL of %s, nothing to parse: %s",
+                               self.config.product_url_setting, response.url)
                 return []
             request = request.replace(meta={**request.meta, "product_id": product_id})
         try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from productcrawler.config.values import ConfigError, text
+from productcrawler.config.values import ConfigError, mask_url, text
 
 MODES = "bearer, basic, header:NAME or query:NAME"
 #: RFC 9110's token: what a header's name (and so header:NAME) may be made of.
@@ -61,7 +61,7 @@ class ApiAuth:
         return message
 
     def __repr__(self) -> str:
-        return f"ApiAuth(mode={self.mode!r}, prefix={self.prefix!r}, headers=***)"
+        return f"ApiAuth(mode={self.mode!r}, prefix={mask_url(self.prefix)!r}, headers=***)"
 
 
 def api_auth(raw_mode: Any, raw_key: Any, raw_headers: Any, prefix: str) -> ApiAuth | None:

@@ -6,11 +6,13 @@
 #   mariadbd, mariadb-install-db (mariadb-server), redis-server (redis-server),
 #   redis-cli (redis-tools): tests/servers.py starts TLS and cluster servers of its own;
 #   promtool (prometheus): checks and unit-tests the alert rules;
-#   prometheus-pushgateway: the Pushgateway a crawl pushes its pass summary to.
+#   prometheus-pushgateway: the Pushgateway a crawl pushes its pass summary to;
+#   amtool (prometheus-alertmanager): checks the Alertmanager configuration.
 set -euo pipefail
 
 pairs=(mariadbd:mariadb-server mariadb-install-db:mariadb-server redis-server:redis-server
-       redis-cli:redis-tools promtool:prometheus prometheus-pushgateway:prometheus-pushgateway)
+       redis-cli:redis-tools promtool:prometheus prometheus-pushgateway:prometheus-pushgateway
+       amtool:prometheus-alertmanager)
 missing=()
 for pair in "${pairs[@]}"; do
     program=${pair%%:*}
@@ -30,6 +32,6 @@ apt-get update -qq
 # shellcheck disable=SC2086 - one word per package
 apt-get install -y -qq --no-install-recommends $packages >/dev/null
 # Debian's packages start their services on install; the suite starts its own servers.
-for service in prometheus prometheus-pushgateway prometheus-node-exporter; do
+for service in prometheus prometheus-pushgateway prometheus-alertmanager prometheus-node-exporter; do
     if command -v systemctl >/dev/null; then systemctl stop "$service" 2>/dev/null || true; fi
 done

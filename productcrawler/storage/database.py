@@ -19,7 +19,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.enterprise import adbapi
 
 from productcrawler.items import MISSING, FailureItem, ProductItem
-from productcrawler.storage.schema import PASS_COLUMN, PRODUCT_COLUMNS
+from productcrawler.storage.schema import ADDED_COLUMNS, PRODUCT_COLUMNS
 from productcrawler.storage.target import SQLITE, DatabaseTarget, Dialect, sqlite_prepare
 
 if TYPE_CHECKING:
@@ -38,14 +38,30 @@ def utcnow() -> datetime:
 def ensure_schema(cursor: Any, dialect: Dialect) -> None:
     for statement in dialect.ddl:
         cursor.execute(statement)
-    # Tables made before rows carried their pass: add the column (their rows
+    # Tables made before a column existed get it (rows made before pass_id
     # count as done in no pass, so an unfinished pass is fetched again once).
-    for table in ("products", "crawl_failures"):
+    known: dict[str, set[str]] = {}
+    for table, column, mysql_type, sqlite_type, *indexes in ADDED_COLUMNS:
+        if table not in known:
+            known[table] = _columns(cursor, table)
+        if column in known[table]:
+            continue
         try:
-            cursor.execute(f"SELECT {PASS_COLUMN} FROM {table} WHERE 1 = 0")
-            cursor.fetchall()
-        except Exception:  # noqa: BLE001 - the driver's "unknown column", whichever it is
-            cursor.execute(f"ALTER TABLE {table} ADD COLUMN {PASS_COLUMN} INT NULL")
+            cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column} "
+                           f"{sqlite_type if dialect is SQLITE else mysql_type}")
+            for statement in indexes:
+                cursor.execute(statement)
+        except Exception:
+            # Another process (instances started together) may have added it first.
+            if column not in _columns(cursor, table):
+                raise
+        known[table].add(column)
+
+
+def _columns(cursor: Any, table: str) -> set[str]:
+    cursor.execute(f"SELECT * FROM {table} WHERE 1 = 0")
+    cursor.fetchall()
+    return {description[0].lower() for description in cursor.description}
 
 
 def _rows(dialect: Dialect, items: list[Any], columns: tuple[str, ...],

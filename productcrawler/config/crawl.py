@@ -19,10 +19,12 @@ from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL
 from productcrawler.config.values import (
     ConfigError,
     database_url,
+    field_drift,
     http_url,
     mask_url,
     number,
     product_fields,
+    pushgateway_url,
     redis_url,
     shown,
     text,
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 
 #: The tables' product_id is a signed 32-bit INT: a larger id could not be stored.
 MAX_PRODUCT_ID = 2**31 - 1
+#: GUARD_FIELD_DRIFT's smallest sample (but 0, off): see extensions/field_drift.py for why.
+FIELD_DRIFT_MIN_SAMPLE = 20
 #: REDIS_HEARTBEAT_TTL's upper bound, seconds (a day).
 MAX_HEARTBEAT_TTL = 24 * 3600
 
@@ -124,6 +128,8 @@ class CrawlConfig:
     guard_404_streak: int
     guard_no_answers: int
     guard_no_answers_seconds: float
+    guard_field_drift: int
+    pushgateway_url: str | None
 
     @classmethod
     def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,
@@ -207,6 +213,8 @@ class CrawlConfig:
             guard_no_answers=number("GUARD_NO_ANSWERS", get("GUARD_NO_ANSWERS"), int, minimum=0),
             guard_no_answers_seconds=number("GUARD_NO_ANSWERS_SECONDS", get("GUARD_NO_ANSWERS_SECONDS"), float,
                                             minimum=0),
+            guard_field_drift=field_drift(get("GUARD_FIELD_DRIFT"), FIELD_DRIFT_MIN_SAMPLE),
+            pushgateway_url=pushgateway_url(get("PUSHGATEWAY_URL")),
         )
 
     def __repr__(self) -> str:
@@ -214,7 +222,7 @@ class CrawlConfig:
         # wherever a config is printed: a log line, a traceback, a test failure.
         shown = {field.name: getattr(self, field.name) for field in fields(self)}
         shown["api_key"] = None if self.api_key is None else "***"
-        for name in ("api_base_url", "database_url", "redis_url"):
+        for name in ("api_base_url", "database_url", "redis_url", "pushgateway_url"):
             shown[name] = mask_url(shown[name])
         return f"CrawlConfig({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 

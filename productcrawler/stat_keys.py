@@ -36,6 +36,15 @@ RETRY_AFTER_HONOURED = f"{PREFIX}/retry/retry_after_honoured"
 RETRY_AFTER_CAPPED = f"{PREFIX}/retry/retry_after_capped"
 RETRY_AFTER_MALFORMED = f"{PREFIX}/retry/retry_after_malformed"
 
+#: What the stored products' batches did: new rows, rows whose values changed, rows only
+#: touched (last seen), rows marked removed (a 404), removed rows that came back.
+PRODUCTS_NEW = f"{PREFIX}/products/new"
+PRODUCTS_CHANGED = f"{PREFIX}/products/changed"
+PRODUCTS_UNCHANGED = f"{PREFIX}/products/unchanged"
+PRODUCTS_REMOVED = f"{PREFIX}/products/removed"
+PRODUCTS_RETURNED = f"{PREFIX}/products/returned"
+CHANGE_ROWS = f"{PREFIX}/products/change_rows"
+
 GUARD_HELD = f"{PREFIX}/guard/held"  # outcomes held back while a streak was open
 GUARD_DROPPED = f"{PREFIX}/guard/dropped"  # held outcomes dropped when the guard tripped
 #: Products held while the field-drift check looked at the pass's first answers.

@@ -43,6 +43,27 @@ MAX_PRODUCT_ID = 2**31 - 1
 FIELD_DRIFT_MIN_SAMPLE = 20
 #: REDIS_HEARTBEAT_TTL's upper bound, seconds (a day).
 MAX_HEARTBEAT_TTL = 24 * 3600
+#: The products columns TRACK_CHANGES may name (storage/changes.py compares them).
+TRACKABLE_COLUMNS = ("name", "price", "stock", "category", "brand", "rating", "sales_count")
+
+
+def track_changes(raw: Any) -> tuple[str, ...]:
+    """TRACK_CHANGES: comma-separated column names, ``all`` or ``none``; in the table's order."""
+    value = text(raw if isinstance(raw, str) else ",".join(raw) if raw is not None else None)
+    if value is None:
+        raise ConfigError("TRACK_CHANGES is empty; expected column names (e.g. price,stock), all or none")
+    names = [name.strip().lower() for name in value.split(",") if name.strip()]
+    if names == ["all"]:
+        return TRACKABLE_COLUMNS
+    if names == ["none"]:
+        return ()
+    if not names:
+        raise ConfigError(f"TRACK_CHANGES={value!r} names no column; expected column names, all or none")
+    unknown = [name for name in names if name not in TRACKABLE_COLUMNS]
+    if unknown:
+        raise ConfigError(f"TRACK_CHANGES={value!r}: unknown column {', '.join(map(repr, unknown))}; expected "
+                          f"some of {', '.join(TRACKABLE_COLUMNS)}, or all, or none")
+    return tuple(column for column in TRACKABLE_COLUMNS if column in names)
 
 
 def max_retries(settings: BaseSettings) -> int:
@@ -130,6 +151,7 @@ class CrawlConfig:
     guard_no_answers_seconds: float
     guard_field_drift: int
     pushgateway_url: str | None
+    track_changes: tuple[str, ...]
 
     @classmethod
     def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,
@@ -215,6 +237,7 @@ class CrawlConfig:
                                             minimum=0),
             guard_field_drift=field_drift(get("GUARD_FIELD_DRIFT"), FIELD_DRIFT_MIN_SAMPLE),
             pushgateway_url=pushgateway_url(get("PUSHGATEWAY_URL")),
+            track_changes=track_changes(get("TRACK_CHANGES")),
         )
 
     def __repr__(self) -> str:

@@ -46,6 +46,8 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_LINGER": 0.0,
     # Where the product is in the API's answer (payload.py); None: the default rules.
     "PRODUCT_FIELDS": None,
+    # The products columns whose changes product_changes records: names, "all" or "none".
+    "TRACK_CHANGES": "price,stock",
     # The wholesale-failure guard (extensions/guard.py): answers in a row (or
     # ids without any answer) that stop the crawl; 0 turns that check off.
     "GUARD_AUTH_FAILURES": 20,

@@ -13,8 +13,10 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from productcrawler.passes.database_sql import as_datetime
-from productcrawler.storage.schema import SUMMARY_COUNTS
+from productcrawler.items import MISSING
+from productcrawler.passes.database_sql import as_datetime, outcome_counts
+from productcrawler.storage.changes import REMOVED
+from productcrawler.storage.schema import PASS_COLUMN, SUMMARY_COUNTS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -62,3 +64,47 @@ def _coverage(text: str | None) -> dict[str, float]:
     if not text:
         return {}
     return {str(column): float(share) for column, share in json.loads(text).items()}
+
+
+#: The columns whose coverage a summary records (a product always has its id and name).
+COVERAGE_COLUMNS = ("price", "stock", "category", "brand", "rating", "sales_count")
+
+
+def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int, last: int, now: datetime,
+                        *, tracking: bool = True) -> bool:
+    """Mark a complete pass finished and write its summary, unless it is finished already.
+
+    True if this call did. The conditional update makes it once per pass
+    when several instances of a shared pass close at the same time (the
+    second waits on the first's row lock, then finds it finished).
+    ``tracking``: whether change rows are written (``changed`` is NULL if not).
+    """
+    p = dialect.placeholder
+    cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p} AND finished_at IS NULL",
+                   (dialect.value(now), pass_id))
+    if cursor.rowcount != 1:
+        return False
+    cursor.execute(f"SELECT started_at FROM crawl_passes WHERE pass_id = {p}", (pass_id,))
+    started_at = as_datetime(cursor.fetchone()[0])
+    counts: dict[str, int | None] = {**outcome_counts(cursor, dialect, first, last, pass_id)}
+    if tracking:
+        cursor.execute(f"SELECT COUNT(DISTINCT product_id) FROM product_changes WHERE pass_id = {p} "
+                       f"AND (field <> {p} OR new_value IS NULL)", (pass_id, REMOVED))
+        counts["changed"] = int(cursor.fetchone()[0])
+    else:
+        counts["changed"] = None
+    # Removed in this pass: its 404 now, and a removal time no older than the pass.
+    cursor.execute(f"SELECT COUNT(*) FROM products JOIN crawl_failures ON crawl_failures.product_id = "
+                   f"products.product_id WHERE crawl_failures.product_id BETWEEN {p} AND {p} "
+                   f"AND crawl_failures.{PASS_COLUMN} = {p} AND crawl_failures.outcome = {p} "
+                   f"AND products.removed_at >= {p}", (first, last, pass_id, MISSING, dialect.value(started_at)))
+    counts["removed"] = int(cursor.fetchone()[0])
+    cursor.execute(f"SELECT {', '.join(f'COUNT({c})' for c in COVERAGE_COLUMNS)} FROM products "
+                   f"WHERE product_id BETWEEN {p} AND {p} AND {PASS_COLUMN} = {p}", (first, last, pass_id))
+    present = cursor.fetchone()
+    stored = counts["stored"] or 0
+    coverage = {c: round(int(n) / stored, 4) for c, n in zip(COVERAGE_COLUMNS, present, strict=True)} if stored else {}
+    cursor.execute(f"UPDATE crawl_passes SET {', '.join(f'{c} = {p}' for c in SUMMARY_COUNTS)}, coverage = {p} "
+                   f"WHERE pass_id = {p}",
+                   (*(counts[c] for c in SUMMARY_COUNTS), json.dumps(coverage, sort_keys=True), pass_id))
+    return True

@@ -10,7 +10,7 @@ from __future__ import annotations
 PRODUCT_COLUMNS = ("product_id", "name", "price", "stock", "category", "brand", "rating",
                    "sales_count", "update_time")
 FAILURE_COLUMNS = ("product_id", "outcome", "http_status", "reason", "attempts", "updated_at")
-#: Every row also carries the pass that wrote it (NULL: a Redis-shared pass, which keeps its ledger in Redis).
+#: Every row also carries the pass (crawl_passes) that wrote it, database or Redis-shared.
 PASS_COLUMN = "pass_id"
 #: The SQL type of a product id, in every table that holds one.
 MYSQL_PRODUCT_ID = "INT"

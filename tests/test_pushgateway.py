@@ -6,6 +6,7 @@ scrapes them; a Pushgateway that is away costs one WARNING and nothing else.
 
 from __future__ import annotations
 
+import socket
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -74,9 +75,10 @@ def test_a_run_the_guard_stopped_pushes_exit_status_3_and_no_complete_pass(
     assert result.returncode == 3, result.stderr[-3000:]
     series = pushed(pushgateway, "1001-2000")
     assert series[("productcrawler_run_exit_status", ())] == 3
-    assert series[("productcrawler_run_info", (("instance", next(
-        dict(labels)["instance"] for name, labels in series if name == "productcrawler_run_info")),
-        ("reason", "guard_404_streak")))] == 1
+    [(info, value)] = [(dict(labels), v) for (name, labels), v in series.items() if name == "productcrawler_run_info"]
+    assert value == 1 and info["reason"] == "guard_404_streak"
+    host, pid, token = info["process"].split(":")
+    assert host == socket.gethostname() and pid.isdigit() and len(token) == 8
     assert series[("productcrawler_run_products", (("outcome", "stored"),))] == 0
     # Never complete: the stale-catalogue alert finds no end time (absent()).
     assert ("productcrawler_last_complete_pass_end_time_seconds", ()) not in series

@@ -12,7 +12,8 @@ series                                                          what
 ``productcrawler_run_end_time_seconds``                         when the run ended (Unix time)
 ``productcrawler_run_duration_seconds``                         how long it ran
 ``productcrawler_run_products{outcome}``                        this run's stored / missing / failed
-``productcrawler_run_info{instance, reason}``                   1; the instance and its stop reason
+``productcrawler_run_info{process, reason}``                    1; the process (``host:pid:token``, as
+                                                                in the logs) and why it stopped
 ``productcrawler_last_complete_pass_end_time_seconds``          when the last complete pass ended
                                                                 (absent until a pass is complete)
 ``productcrawler_pass_id{pass}``                                ``pass="last"``: the last complete
@@ -132,7 +133,7 @@ class PushgatewayPush:
         run = gauge("run_products", "Outcomes the last run recorded", ("outcome",))
         for outcome, key in _RUN_OUTCOMES.items():
             run.labels(outcome).set(self.stats.get_value(key, 0))
-        gauge("run_info", "The instance of the last run and why it stopped", ("instance", "reason")).labels(
+        gauge("run_info", "The process of the last run and why it stopped", ("process", "reason")).labels(
             instance_name(), self.stats.get_value(stat_keys.EXIT_REASON) or reason).set(1)
         if not complete:
             return registry  # no complete pass: the stale-catalogue alert sees the end time absent

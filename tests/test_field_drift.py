@@ -74,8 +74,12 @@ def test_a_moved_field_stops_the_next_pass_with_exit_3_and_every_stored_value_in
     before = products(database)
 
     api.shape(version=2, move={"price": "pricing.current"})
+    arrived = len(api.arrivals())
     second = crawl(api, database)
     assert second.returncode == 3, second.stderr[-3000:]
+    # It stopped early: the 100 answers it held and those in flight, not the whole range.
+    asked = [arrival["path"] for arrival in api.arrivals()[arrived:]]
+    assert 100 <= len(asked) < END and all(path.startswith("/v1/product/") for path in asked)
     [error] = log_lines(second.stderr, "ERROR")
     assert "Stopping the crawl: field drift" in error
     assert "price (non-NULL in 100% of the 392 products pass 1 stored" in error

@@ -60,6 +60,10 @@ scheduled so far to be due (and sent): while the API is down every id waits
 for a retry between attempts, and those retries are what decide the streak.
 After an operator's stop held outcomes are dropped instead.
 
+The field-drift check (``field_drift.py``, ``GUARD_FIELD_DRIFT``) holds the
+run's first products here too, and stops the crawl through :meth:`stop_for`
+when a column the last complete pass had is missing from nearly all of them.
+
 One instance serves as the extension (it watches answers) and as the item
 pipeline stage (it holds outcomes): ``from_crawler`` returns the crawler's one
 guard to both.

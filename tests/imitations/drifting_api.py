@@ -74,28 +74,27 @@ def shaped(product_id: int, shape: dict[str, Any]) -> dict[str, Any]:
 
 def build_app() -> web.Application:
     app = web.Application()
-    app["shape"] = dict(_FLAT)
-    app["arrivals"] = []
+    state: dict[str, Any] = {"shape": dict(_FLAT), "arrivals": []}  # changed by the control routes
 
     async def answer(request: web.Request) -> web.Response:
-        app["arrivals"].append({"time": time.time(), "method": request.method, "path": request.path,
+        state["arrivals"].append({"time": time.time(), "method": request.method, "path": request.path,
                                 "query": request.query_string, "headers": dict(request.headers)})
         product_id = int(request.match_info["product_id"])
         if product_id % MISSING_EVERY == 0:
             return web.json_response({"error": "not found"}, status=404)
-        return web.json_response(shaped(product_id, app["shape"]))
+        return web.json_response(shaped(product_id, state["shape"]))
 
     async def set_shape(request: web.Request) -> web.Response:
-        app["shape"] = {**app["shape"], **await request.json()}
-        return web.json_response(app["shape"])
+        state["shape"] = {**state["shape"], **await request.json()}
+        return web.json_response(state["shape"])
 
     async def reset(request: web.Request) -> web.Response:
-        app["shape"] = dict(_FLAT)
-        app["arrivals"] = []
+        state["shape"] = dict(_FLAT)
+        state["arrivals"] = []
         return web.json_response({})
 
     async def arrivals(request: web.Request) -> web.Response:
-        return web.json_response({"arrivals": app["arrivals"]})
+        return web.json_response({"arrivals": state["arrivals"]})
 
     app.router.add_get(r"/v1/product/{product_id:\d+}", answer)
     app.router.add_post("/_shape", set_shape)

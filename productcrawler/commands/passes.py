@@ -9,6 +9,7 @@ that fell by at least ``COVERAGE_DROP``, is marked in its cell
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -146,5 +147,5 @@ def _percent(share: float) -> str:
     percent = share * 100
     text = f"{percent:.0f}"
     if text == "100" and share < 1:
-        text = f"{percent:.1f}"  # not quite all
+        text = f"{math.floor(percent * 10) / 10:.1f}"  # not quite all: never shown as 100
     return f"{text} %"

@@ -99,3 +99,50 @@ def test_a_fresh_mysql_schema_has_the_summary_and_history_columns(mysql_url):
     assert columns[("products", "first_seen")] == "datetime"
     assert columns[("product_changes", "old_value")] == "varchar(255)"
     assert "product_changes" in mysql_init_sql()
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("price,stock", ("price", "stock")), (" Stock , price ", ("price", "stock")), ("all", (
+        "name", "price", "stock", "category", "brand", "rating", "sales_count")), ("none", ()), ("brand", ("brand",)),
+])
+def test_track_changes_reads_columns_all_and_none(raw, expected):
+    from productcrawler.config import CrawlConfig
+    from productcrawler.storage.changes import VALUE_COLUMNS
+
+    assert CrawlConfig.from_settings({"TRACK_CHANGES": raw}).track_changes == expected
+    assert CrawlConfig.from_settings({}).track_changes == ("price", "stock")
+    assert CrawlConfig.from_settings({"TRACK_CHANGES": "all"}).track_changes == VALUE_COLUMNS
+
+
+@pytest.mark.parametrize("raw", ["prize", "price,updated_at", ",", "all,price"])
+def test_an_unknown_tracked_column_is_refused_naming_it(raw):
+    from productcrawler.config import ConfigError, CrawlConfig
+
+    with pytest.raises(ConfigError, match="TRACK_CHANGES"):
+        CrawlConfig.from_settings({"TRACK_CHANGES": raw})
+
+
+def test_a_crawl_with_an_unknown_tracked_column_exits_2_with_one_line(tmp_path):
+    from tests.conftest import run_crawl
+
+    result = run_crawl("-a", "end_id=5", settings={"TRACK_CHANGES": "price,prize",
+                                                     "DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}"})
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "TRACK_CHANGES='price,prize': unknown column 'prize'" in result.stderr
+
+
+def test_the_table_marks_a_fall_of_stored_and_of_coverage_against_the_pass_before():
+    from productcrawler.commands.passes import passes_table
+
+    at = datetime(2025, 3, 1, 11)
+    older = PassSummary(211, at, datetime(2025, 3, 1, 11, 1, 42), 19402, 512, 0, 590, 3,
+                        {"price": 1.0, "brand": 0.98})
+    newer = PassSummary(212, datetime(2025, 3, 1, 12), datetime(2025, 3, 1, 12, 1, 44), 17657, 1503, 0, 512, 1,
+                        {"price": 0.9995, "brand": 0.40})
+    running = PassSummary(213, datetime(2025, 3, 1, 13), None)
+    lines = passes_table([running, newer, older], 2)
+    assert len(lines) == 3 and lines[0].split()[:5] == ["pass", "started", "finished", "duration", "stored"]
+    assert "running or interrupted" in lines[1] and "- " in lines[1]
+    assert "17657 (-9 %)" in lines[2] and "98 % -> 40 %" in lines[2] and "99.9 %" in lines[2]
+    assert "1m44s" in lines[2]
+    assert passes_table([]) == ["No pass has started yet."]

@@ -106,8 +106,9 @@ def shared_pass_row(cursor: Any, dialect: Dialect, token: str, start_id: int, en
                        f"VALUES ({p}, {p}, {p}, {p})", (start_id, end_id, dialect.value(started_at), token))
         return int(cursor.lastrowid)
     except Exception:
-        # Another instance made it meanwhile (the token is unique): its row is the pass's.
-        cursor.execute(select, (token,))
+        # Another instance made it meanwhile (the token is unique): its row is the pass's. A
+        # locking read on MySQL: a plain one would read this transaction's snapshot, from before it.
+        cursor.execute(select + (" FOR UPDATE" if dialect.name == "mysql" else ""), (token,))
         row = cursor.fetchone()
         if row is None:
             raise

@@ -78,6 +78,8 @@ EXTENSIONS = {
     "productcrawler.extensions.gc_tuning.GcTuning": 520,
     # Stops a crawl whose answers say the configuration is wrong (GUARD_* settings).
     "productcrawler.extensions.guard.WholesaleFailureGuard": 530,
+    # Off unless PUSHGATEWAY_URL is set: the run's pass summary, pushed at its end.
+    "productcrawler.extensions.pushgateway.PushgatewayPush": 540,
     # Our progress line replaces Scrapy's per-minute "Crawled N pages" line.
     "scrapy.extensions.logstats.LogStats": None,
     # AutoThrottle's rule, applied as the token bucket's pace instead of a

@@ -64,6 +64,12 @@ BAD = [
     # No longer than the heartbeat interval: a live instance would count as dead between two beats.
     ({"REDIS_HEARTBEAT_TTL": "2"}, (), {}, ["REDIS_HEARTBEAT_TTL", "'2'", "greater than 2", "heartbeats"]),
     ({}, (), {"GUARD_NO_ANSWERS": "-1"}, ["GUARD_NO_ANSWERS", "'-1'", "at least 0"]),
+    ({"GUARD_FIELD_DRIFT": "5"}, (), {}, ["GUARD_FIELD_DRIFT", "'5'", "0 (off) or at least 20"]),
+    ({}, (), {"GUARD_FIELD_DRIFT": "lots"}, ["GUARD_FIELD_DRIFT", "'lots'", "not an integer"]),
+    ({"PUSHGATEWAY_URL": "ftp://gateway:9091"}, (), {}, ["PUSHGATEWAY_URL", "not an http:// or https:// URL"]),
+    ({"PUSHGATEWAY_URL": "http://push:" + SECRET + "@127.0.0.1:99999"}, (), {},
+     ["PUSHGATEWAY_URL", "push:***@127.0.0.1:99999", "invalid port"]),
+    ({"PUSHGATEWAY_URL": "http://127.0.0.1:9091/?job=x"}, (), {}, ["PUSHGATEWAY_URL", "query"]),
     # A component's own setting, read by the start-up checks too.
     ({"RATE_LIMIT_ENABLED": "maybe"}, (), {}, ["RATE_LIMIT_ENABLED", "'maybe'", "not a boolean"]),
     # Refused before the download handler exists: refused by the rate limit's

@@ -22,10 +22,12 @@ from productcrawler.config.product_url import ProductUrl
 from productcrawler.config.values import (
     ConfigError,
     database_url,
+    field_drift,
     http_url,
     mask_url,
     number,
     product_fields,
+    pushgateway_url,
     redis_url,
     shown,
     text,
@@ -40,8 +42,31 @@ if TYPE_CHECKING:
 
 #: The tables' product_id is a signed 32-bit INT: a larger id could not be stored.
 MAX_PRODUCT_ID = 2**31 - 1
+#: GUARD_FIELD_DRIFT's smallest sample (but 0, off): see extensions/field_drift.py for why.
+FIELD_DRIFT_MIN_SAMPLE = 20
 #: REDIS_HEARTBEAT_TTL's upper bound, seconds (a day).
 MAX_HEARTBEAT_TTL = 24 * 3600
+#: The products columns TRACK_CHANGES may name (storage/changes.py compares them).
+TRACKABLE_COLUMNS = ("name", "price", "stock", "category", "brand", "rating", "sales_count")
+
+
+def track_changes(raw: Any) -> tuple[str, ...]:
+    """TRACK_CHANGES: comma-separated column names, ``all`` or ``none``; in the table's order."""
+    value = text(raw if isinstance(raw, str) else ",".join(raw) if raw is not None else None)
+    if value is None:
+        raise ConfigError("TRACK_CHANGES is empty; expected column names (e.g. price,stock), all or none")
+    names = [name.strip().lower() for name in value.split(",") if name.strip()]
+    if names == ["all"]:
+        return TRACKABLE_COLUMNS
+    if names == ["none"]:
+        return ()
+    if not names:
+        raise ConfigError(f"TRACK_CHANGES={value!r} names no column; expected column names, all or none")
+    unknown = [name for name in names if name not in TRACKABLE_COLUMNS]
+    if unknown:
+        raise ConfigError(f"TRACK_CHANGES={value!r}: unknown column {', '.join(map(repr, unknown))}; expected "
+                          f"some of {', '.join(TRACKABLE_COLUMNS)}, or all, or none")
+    return tuple(column for column in TRACKABLE_COLUMNS if column in names)
 
 
 def max_retries(settings: BaseSettings) -> int:
@@ -135,6 +160,9 @@ class CrawlConfig:
     api_prefix: str
     #: What the download handler adds to the API's requests; None: nothing.
     api_auth: ApiAuth | None
+    guard_field_drift: int
+    pushgateway_url: str | None
+    track_changes: tuple[str, ...]
 
     @classmethod
     def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,
@@ -228,6 +256,9 @@ class CrawlConfig:
             product_url_given=given,
             api_prefix=api_prefix,
             api_auth=api_auth(get("API_AUTH"), get("API_KEY"), get("API_HEADERS"), api_prefix),
+            guard_field_drift=field_drift(get("GUARD_FIELD_DRIFT"), FIELD_DRIFT_MIN_SAMPLE),
+            pushgateway_url=pushgateway_url(get("PUSHGATEWAY_URL")),
+            track_changes=track_changes(get("TRACK_CHANGES")),
         )
 
     def __repr__(self) -> str:
@@ -235,7 +266,7 @@ class CrawlConfig:
         # wherever a config is printed: a log line, a traceback, a test failure.
         shown = {field.name: getattr(self, field.name) for field in fields(self)}
         shown["api_key"] = None if self.api_key is None else "***"
-        for name in ("api_base_url", "api_prefix", "database_url", "redis_url"):
+        for name in ("api_base_url", "api_prefix", "database_url", "redis_url", "pushgateway_url"):
             shown[name] = mask_url(shown[name])
         shown["product_urls"] = mask_url(str(self.product_urls))
         return f"CrawlConfig({', '.join(f'{name}={value!r}' for name, value in shown.items())})"

@@ -52,6 +52,8 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_LINGER": 0.0,
     # Where the product is in the API's answer (payload.py); None: the default rules.
     "PRODUCT_FIELDS": None,
+    # The products columns whose changes product_changes records: names, "all" or "none".
+    "TRACK_CHANGES": "price,stock",
     # The wholesale-failure guard (extensions/guard.py): answers in a row (or
     # ids without any answer) that stop the crawl; 0 turns that check off.
     "GUARD_AUTH_FAILURES": 20,
@@ -61,6 +63,12 @@ DEFAULTS: dict[str, Any] = {
     # Once products came in this run, the API must also have stayed silent this
     # long: a blip in a long crawl is ridden out, not a reason to stop it.
     "GUARD_NO_ANSWERS_SECONDS": 60.0,
+    # Field drift (extensions/field_drift.py): how many of a pass's first
+    # product answers are held and compared with the last complete pass's
+    # coverage before any is written; 0 turns the check off.
+    "GUARD_FIELD_DRIFT": 100,
+    # Where the run's pass summary is pushed at its end (extensions/pushgateway.py); None: nowhere.
+    "PUSHGATEWAY_URL": None,
     # The proxy pool (productcrawler/proxies/config.py reads and checks these).
     "PROXY_URLS": None,
     "PROXY_SCORE_SUCCESS": 5.0,

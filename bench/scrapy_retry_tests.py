@@ -10,8 +10,8 @@ Scrapy's code is never copied into this repository), takes
 ``tests/test_downloadermiddleware_retry.py`` out of it, makes the module's
 ``RetryMiddleware`` our ``ApiRetryMiddleware``, runs it with pytest and prints
 PASS/FAIL per test. A failing test listed in ``BY_DESIGN`` is a documented
-difference: the script prints the README sentence that explains it (and fails
-if the README no longer has that sentence). Exit status 0 when every other test
+difference: the script prints the docs sentence (docs/retries.md) that explains it (and fails
+if docs/retries.md no longer has that sentence). Exit status 0 when every other test
 passes and every by-design failure still fails as documented, 1 otherwise.
 """
 
@@ -31,7 +31,7 @@ SCRAPY_IMPORT = "from scrapy.downloadermiddlewares.retry import RetryMiddleware,
 OURS_IMPORT = ("from scrapy.downloadermiddlewares.retry import get_retry_request\n"
                "from productcrawler.retry.middleware import ApiRetryMiddleware as RetryMiddleware")
 
-#: Tests that fail by design -> the README sentence (section "Retries") that says why.
+#: Tests that fail by design -> the docs sentence (docs/retries.md) (section "Retries") that says why.
 REASONS = "Retry reasons are short and stable"
 DEFAULT_COUNT = "an id is retried 3 times (the default of `MAX_RETRIES`)"
 BY_DESIGN = {
@@ -87,7 +87,7 @@ def run(module: Path) -> dict[str, tuple[bool, str]]:
 
 def main() -> int:
     version = pinned_scrapy()
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "retries.md").read_text()
     with tempfile.TemporaryDirectory(prefix="scrapy-retry-tests-") as tmp:
         results = run(fetch_module(version, Path(tmp)))
     unexpected = 0
@@ -98,7 +98,7 @@ def main() -> int:
             unexpected += reason is not None
         elif reason:
             sentence = next((line.strip("- ") for line in readme.splitlines() if reason in line), None)
-            print(f"FAIL  {name}  by design: {sentence or 'README SENTENCE MISSING: ' + reason}")
+            print(f"FAIL  {name}  by design: {sentence or 'DOCS SENTENCE MISSING: ' + reason}")
             print(f"      {detail}")
             unexpected += sentence is None
         else:

@@ -91,7 +91,7 @@ EXTENSIONS = {
     "scrapy.extensions.remote_control.RemoteControl": None,
 }
 
-# Scrapy's retry settings, with this API's defaults (README, "Retries"): every
+# Scrapy's retry settings, with this API's defaults (docs/retries.md): every
 # 5xx is worth another try, not only Scrapy's six; 408 and 429 too. A give-up is
 # recorded in crawl_failures and counted, so it is not an ERROR line per id.
 # RETRY_TIMES is MAX_RETRIES (config.max_retries says which wins).

@@ -3,7 +3,7 @@
 tests/test_proxy_crawl.py checks the pool against simulator/proxies.py, which
 we wrote with the client and which agrees with it by construction. Here the
 proxy is someone else's: the crawl must store every id through it, stop as
-README's Proxies section says when it answers 407 (to a request, or to the
+docs/proxies.md says when it answers 407 (to a request, or to the
 CONNECT of an https API), lose no id when it is SIGKILLed mid-crawl, and stop
 with nothing recorded when every proxy is killed, or cannot reach the API.
 Who carried each request is read from proxy.py's own record of what it
@@ -92,7 +92,7 @@ def test_a_crawl_through_proxy_py_stores_every_id_and_proxy_py_carried_each_requ
 
 def test_proxy_py_answering_407_stops_the_crawl_with_exit_3_and_records_nothing(
         clean_simulator, mysql_url, proxy_py):
-    # A wrong password with a single proxy: README (Proxies, Exit codes) promises
+    # A wrong password with a single proxy: docs/proxies.md and the README's exit codes promises
     # exit 3 within seconds, one ERROR line saying what to check, nothing recorded.
     before = len(proxy_py.forwarded())
     started = time.monotonic()

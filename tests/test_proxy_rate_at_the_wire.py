@@ -9,7 +9,7 @@ burst in any 100 ms, the global cap's rules applied to
 ``PROXY_MAX_REQUESTS_PER_SECOND``. (When the global cap is the limit instead,
 a proxy's slot is taken before the global one and requests can reach a proxy
 up to two more per 100 ms than that; per second the proxy's cap still holds.
-README, "Proxies".)
+docs/proxies.md.)
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ def test_429s_back_the_rate_off_and_are_logged_once(clean_simulator, mysql_url):
 
 def test_a_429_slows_every_instance_through_redis_to_the_floor_and_back_gradually(
         clean_simulator, mysql_url, redis_prefix):
-    """Two instances share one bucket: the README's promise, measured in the arrival record.
+    """Two instances share one bucket: docs/passes.md's promise, measured in the arrival record.
 
     Id 150 answers 429 once (the shared rate halves); every 4th id of 400-479
     answers 429 once (for about 8 s at the floor's pace, repeated halvings

@@ -4,7 +4,7 @@ One scheduler for both passes (``base.Pass``): the database pass of a single
 process and the Redis pass shared by many. It implements Scrapy's
 ``BaseScheduler`` directly, not scrapy-redis's (whose queue pops and pickles
 requests, whose dupefilter keeps a fingerprint per id and whose scheduler
-calls Redis synchronously on the reactor thread): README, "Why not scrapy-redis".
+calls Redis synchronously on the reactor thread): docs/passes.md, "Why not scrapy-redis".
 A little over 300 lines because the Scrapy side and the pass side are one
 state machine (leased, ready, unpushed, unacknowledged); ``calls.py`` holds
 the rest.

@@ -1,0 +1,231 @@
+"""The configuration reference: every setting's topic, kind, meaning and default, as users read it.
+
+``docs/configuration.md`` is this module's output (``python -m
+productcrawler.config.reference > docs/configuration.md``); a test keeps the
+two equal, and another that every name of :data:`~.defaults.DEFAULTS` is
+described here, so a setting cannot be added without its documentation.
+The defaults themselves live in :mod:`.defaults`; the checks in :mod:`.crawl`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Topics in the order the page shows them, with their headings.
+TOPICS = {
+    "api": "The API: where, how and what",
+    "ids": "Ids",
+    "rate": "Rate limit",
+    "retries": "Retries",
+    "storage": "Storage",
+    "redis": "Redis: several instances, one pass",
+    "guard": "The guard: stopping on answers that say the configuration is wrong",
+    "proxies": "Proxies",
+    "ops": "Progress, metrics and logs",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    names: tuple[str, ...]
+    topic: str
+    kind: str
+    meaning: str
+    default: str
+
+
+REFERENCE: tuple[Setting, ...] = (
+    Setting(('API_BASE_URL',), 'api', 'URL',
+            'base of the product API; the spider fetches `{API_BASE_URL}/product/{id}`',
+            default='`http://127.0.0.1:8931/v1` (the bundled simulator)'),
+    Setting(('PRODUCT_URL',), 'api', 'URL template',
+            "a product's URL with exactly one `{id}`, the id percent-encoded into it "
+            '(`https://shop.example/admin/api/2024-10/products/{id}.json`); see [the '
+            'cookbook](cookbook.md)',
+            default='`{API_BASE_URL}/product/{id}`'),
+    Setting(('API_KEY',), 'api', 'text (secret)',
+            "the API's credential, sent as `API_AUTH` says (added by the download handler to the "
+            "API's own URLs only; never in a queue, Redis, the database, a log line, the stats or the"
+            ' metrics); with `API_AUTH=basic`, `user:password`',
+            default='none'),
+    Setting(('API_AUTH',), 'api', 'mode',
+            'how `API_KEY` is sent: `bearer` (`Authorization: Bearer KEY`), `header:NAME`, '
+            '`query:NAME` (`NAME=KEY` in the query), `basic` (RFC 7617)',
+            default='`bearer`'),
+    Setting(('API_HEADERS',), 'api', 'JSON object',
+            'extra fixed request headers for the API, a JSON object of strings '
+            '(`{"X-EBAY-C-MARKETPLACE-ID": "EBAY_US"}`)',
+            default='none'),
+    Setting(('API_TIMEOUT',), 'api', 'seconds',
+            "seconds per request (Scrapy's `DOWNLOAD_TIMEOUT` works too, by the same rule as "
+            '`RETRY_TIMES`: see [Retries](retries.md#scrapys-retry-settings))',
+            default='30'),
+    Setting(('PRODUCT_ID_START', 'PRODUCT_ID_END'), 'ids', 'id',
+            'inclusive id range; spider args `-a start_id= -a end_id=` override',
+            default='1, 50000'),
+    Setting(('MAX_REQUESTS_PER_SECOND',), 'rate', 'number > 0',
+            'global cap on requests sent, retries included, across all instances sharing a Redis',
+            default='500'),
+    Setting(('RATE_LIMIT_BURST',), 'rate', 'number ≥ 1',
+            'token-bucket capacity',
+            default='2 % of the rate (at least 1)'),
+    Setting(('MAX_RETRIES',), 'retries', 'whole number ≥ 0',
+            "retries per id before it is recorded as failed (Scrapy's `RETRY_TIMES` works too: see "
+            '[Retries](retries.md#scrapys-retry-settings))',
+            default='3'),
+    Setting(('RETRY_BACKOFF_BASE', 'RETRY_BACKOFF_MAX'), 'retries', 'seconds',
+            'exponential backoff (seconds) for 5xx, timeouts, connection errors and bad bodies',
+            default='1, 60'),
+    Setting(('RETRY_AFTER_MAX',), 'retries', 'seconds',
+            'a `Retry-After` above this many seconds is capped',
+            default='300'),
+    Setting(('DATABASE_URL',), 'storage', 'URL',
+            '`mysql://user:password@host:port/db` (PyMySQL) or `sqlite:///relative/path.db` / '
+            '`sqlite:////absolute/path.db`; MySQL takes the query options `ssl_ca`, `ssl_cert`, '
+            '`ssl_key`, `ssl_key_password`, `ssl_verify_cert`, `ssl_verify_identity`, `unix_socket` '
+            '(see [TLS and Redis '
+            'Cluster](operations.md#managed-mysql-and-redis-tls-acl-users-redis-cluster)); any other '
+            'option stops the crawl at start. A password with `?`, `#`, `/` or `@` in it must be '
+            'percent-encoded (`?` as `%3F`, `#` as `%23`, `/` as `%2F`, `@` as `%40`; the same in '
+            '`REDIS_URL`): unencoded, the URL reads differently, and the error says so without '
+            "quoting the driver's message (the host or database it names would be pieces of the "
+            "password). An `@` in an option's value (`ssl_ca=/etc/ssl/ca@2026.pem`) needs no encoding",
+            default='`sqlite:///data/products.db`'),
+    Setting(('DATABASE_BATCH_SIZE', 'DATABASE_FLUSH_INTERVAL'), 'storage', 'whole number, seconds',
+            'rows per write, seconds between flushes (a batch is written when it is full or when the '
+            'timer fires)',
+            default='200, 0.5'),
+    Setting(('DATABASE_OUTAGE_MAX',), 'storage', 'seconds',
+            'seconds the database may stay unreachable before the crawl stops (nothing is lost: the '
+            'next run resumes)',
+            default='300'),
+    Setting(('REDIS_URL',), 'redis', 'URL',
+            'unset: one process, local scheduler. Set (`redis://host:6379/0`, '
+            '`rediss://user:password@host:6380/0?ssl_ca_certs=...` over TLS, '
+            '`redis+cluster://host:6379` for a Redis Cluster): the shared scheduler, rate limit and '
+            'pass. The database after the host (or `?db=`) must be a whole number, 0 or more: '
+            'anything else stops the crawl at start (redis-py would quietly use database 0)',
+            default='unset'),
+    Setting(('REDIS_KEY_PREFIX',), 'redis', 'text',
+            'prefix of every Redis key (one per independent crawl); no `{` or `}` (the crawl puts it '
+            'in braces as the cluster hash tag)',
+            default='`productcrawler`'),
+    Setting(('REDIS_HEARTBEAT_TTL',), 'redis', 'seconds',
+            'seconds without a heartbeat (each instance sends one every 2 s) after which an instance '
+            'sharing the pass counts as dead and another takes its leases back; must be more than 2 '
+            "and at most 86400. A shorter TTL recovers a killed instance's ids sooner; one close to 2"
+            ' s lets a busy but live instance count as dead (its leased ids are then fetched twice; '
+            'none is lost)',
+            default='10'),
+    Setting(('PROGRESS_INTERVAL',), 'ops', 'seconds',
+            'seconds between progress lines',
+            default='10'),
+    Setting(('METRICS_PORT',), 'ops', 'port',
+            'serve Prometheus metrics on this port (0: any free port, logged)',
+            default='off'),
+    Setting(('METRICS_ADDRESS',), 'ops', 'address',
+            'address the metrics endpoint listens on (`0.0.0.0` in the Docker image)',
+            default='127.0.0.1'),
+    Setting(('METRICS_LINGER',), 'ops', 'seconds',
+            'seconds the metrics endpoint stays up after the crawl ends, for a last scrape (15 in '
+            'docker compose)',
+            default='0'),
+    Setting(('LOG_FORMAT',), 'ops', '`json` or `human`',
+            "`json`: one JSON object per log line (see Reading the log); `human` or unset: Scrapy's "
+            'text lines',
+            default='human'),
+    Setting(('PRODUCT_FIELDS',), 'api', 'column=path list',
+            "where our columns are in the API's answer: `column=path,...` (see [The API's "
+            'answer](payload.md#the-apis-answer-shapes-and-product_fields)); columns not named keep '
+            'the default rules',
+            default='unset: `id` or `product_id`, `name` or `title`, other columns by name, one '
+                    'envelope level unwrapped'),
+    Setting(('TRACK_CHANGES',), 'storage', 'column list',
+            'the `products` columns whose changes `product_changes` records, comma-separated (`name`,'
+            ' `price`, `stock`, `category`, `brand`, `rating`, `sales_count`), `all` or `none` (see '
+            '[docs/what-changed.md](what-changed.md)); an unknown column exits 2',
+            default='price,stock'),
+    Setting(('GUARD_AUTH_FAILURES',), 'guard', 'whole number ≥ 0',
+            '401/403 answers with no 2xx or 404 between them that stop the crawl, exit 3; 0 turns the'
+            ' check off',
+            default='20'),
+    Setting(('GUARD_NOT_PRODUCTS',), 'guard', 'whole number ≥ 0',
+            '200 answers in a row that are not products (no product between them) that stop the '
+            'crawl, exit 3; 0: off',
+            default='20'),
+    Setting(('GUARD_404_STREAK',), 'guard', 'whole number ≥ 0',
+            '404 answers with no product between them that stop the crawl, exit 3; 0: off',
+            default='500'),
+    Setting(('GUARD_NO_ANSWERS',), 'guard', 'whole number ≥ 0',
+            'ids given up with no HTTP answer (a download error after the retries, or one never '
+            'retried; through proxies also a 502/504) with no answer between them that stop the '
+            'crawl, exit 3; 0: off (and off for the proxies-down stop: see Proxies)',
+            default='20'),
+    Setting(('GUARD_NO_ANSWERS_SECONDS',), 'guard', 'seconds',
+            'once the API answered in this run, how long it must also have stayed silent before those'
+            ' ids stop the crawl (a blip in a long crawl is ridden out: its ids wait, then are '
+            'recorded when the API answers again); also how long every proxy may fail on its own '
+            'account before the crawl stops',
+            default='60'),
+    Setting(('GUARD_FIELD_DRIFT',), 'guard', 'whole number (0, or ≥ 20)',
+            "how many of a run's first product answers are held (nothing written) and compared with "
+            "the last complete pass: a column non-NULL in at least 90 % of that pass's products and "
+            'NULL in at least 90 % of these answers stops the crawl, exit 3 (see '
+            '[docs/monitoring-passes.md](monitoring-passes.md)); 0: off, else at least 20',
+            default='100'),
+    Setting(('PUSHGATEWAY_URL',), 'ops', 'URL',
+            "push each run's pass summary (counts, coverage, duration, exit status, end of the last "
+            'complete pass) to this Prometheus Pushgateway at its end, `http://host:9091`; a gateway '
+            'that is away costs one WARNING (see [docs/monitoring-passes.md](monitoring-passes.md))',
+            default='unset: no push (`http://pushgateway:9091` in docker compose)'),
+    Setting(('PROXY_URLS',), 'proxies', 'URL list or @file',
+            'send every request through a pool of HTTP proxies: `http://user:pass@host:port,...` or '
+            '`@/path/to/file` (one URL a line); see Proxies',
+            default='unset: no proxy'),
+    Setting(('PROXY_SCORE_SUCCESS', 'PROXY_SCORE_FAILURE'), 'proxies', 'points',
+            'health points a proxy gains per success, loses per failure blamed on it (score 0..100, '
+            'starts at 100)',
+            default='5, 20'),
+    Setting(('PROXY_SCORE_MIN',), 'proxies', 'points',
+            'a failure that takes a proxy below this score rests it',
+            default='50'),
+    Setting(('PROXY_REST_BASE', 'PROXY_REST_MAX'), 'proxies', 'seconds',
+            'a rest lasts `min(MAX, BASE × 2^(n−1))` seconds (half fixed, half random), n = rests in '
+            'a row',
+            default='10, 300'),
+    Setting(('PROXY_MAX_REQUESTS_PER_SECOND',), 'proxies', 'number > 0',
+            'cap per proxy, on top of `MAX_REQUESTS_PER_SECOND` (shared through Redis like it)',
+            default='none'),
+)
+
+#: Read by Scrapy's logging set-up rather than the contract (settings.py), but a user's setting all the same.
+OUTSIDE_DEFAULTS = ("LOG_FORMAT",)
+
+_INTRO = """# Configuration
+
+Every value comes from the environment or, under the same name, from a Scrapy
+setting (`-s NAME=value`, scrapyd's `setting=NAME=value`); a setting given
+explicitly wins over the environment. All are read and validated in one place,
+`productcrawler/config/`: a bad value stops the crawl before it starts (exit 2)
+with one line naming the setting and its value, passwords masked.
+
+This page is generated from `productcrawler/config/reference.py`
+(`python -m productcrawler.config.reference > docs/configuration.md`).
+"""
+
+
+def markdown() -> str:
+    """The reference page: one table per topic."""
+    lines = [_INTRO]
+    for topic, heading in TOPICS.items():
+        lines += [f"## {heading}", "", "| name | kind | meaning | default |", "|---|---|---|---|"]
+        for setting in REFERENCE:
+            if setting.topic == topic:
+                names = ", ".join(f"`{name}`" for name in setting.names)
+                lines.append(f"| {names} | {setting.kind} | {setting.meaning} | {setting.default} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

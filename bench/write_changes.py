@@ -13,8 +13,10 @@ The writers, side by side in one run, in turns (round-robin, so drift hits all):
 - ``ours``: this branch's ``write_batch`` (batches of 200 in one transaction
   each, as the pipeline's DATABASE_BATCH_SIZE): compare, then insert new,
   update changed, touch unchanged;
-- ``main``: main's ``write_batch`` (``git show main:productcrawler/storage/database.py``,
-  run against this branch's dialect and items): an upsert of every row per batch;
+- ``before``: ``write_batch`` as it was before writes compared
+  (``git show REF:productcrawler/storage/database.py``, ``--before``, default
+  the commit this work started from; run against this branch's dialect and
+  items): an upsert of every row, per batch;
 - ``article``: the article's crawler's write (bench/aiohttp_crawler.py's
   UPSERT statement): one autocommitted upsert per item.
 
@@ -82,11 +84,15 @@ def items(count: int, changed_percent: float, *, changed: bool) -> list[ProductI
     return made
 
 
-def main_write_batch() -> Any:
-    source = subprocess.run(["git", "show", "main:productcrawler/storage/database.py"], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout
-    module = types.ModuleType("main_storage_database")
-    exec(compile(source, "main:productcrawler/storage/database.py", "exec"), module.__dict__)
+#: The last commit whose write_batch upserted every row.
+BEFORE = "30130f5"
+
+
+def before_write_batch(ref: str) -> Any:
+    path = f"{ref}:productcrawler/storage/database.py"
+    source = subprocess.run(["git", "show", path], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    module = types.ModuleType("before_storage_database")
+    exec(compile(source, path, "exec"), module.__dict__)
     return module.write_batch
 
 
@@ -137,8 +143,9 @@ def main() -> None:
     parser.add_argument("--ids", type=int, default=50_000)
     parser.add_argument("--changed", type=float, default=3.0, help="percent of products changed in pass 2")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--before", default=BEFORE, help=f"the commit to compare with (default {BEFORE})")
     args = parser.parse_args()
-    writers = {"ours": write_batches(ours_write_batch), "main": write_batches(main_write_batch()),
+    writers = {"ours": write_batches(ours_write_batch), "before": write_batches(before_write_batch(args.before)),
                "article": article_write}
     first, second = items(args.ids, args.changed, changed=False), items(args.ids, args.changed, changed=True)
     monitor = mysql_connect()
@@ -176,7 +183,7 @@ def main() -> None:
                  f"{median('seconds'):.1f}")
         print("| " + " | ".join(str(c) for c in cells) + " |")
     ours_written, ours_redo, ours_cpu = medians["ours"]
-    for name in ("main", "article"):
+    for name in ("before", "article"):
         written, redo, cpu = medians[name]
         print(f"ours / {name}: row writes {ours_written / written:.2f}x, redo {ours_redo / redo:.2f}x, "
               f"MariaDB CPU {ours_cpu / cpu:.2f}x")

@@ -21,6 +21,10 @@ An instance that dies (even ``kill -9``) stops its heartbeat; any live
 instance then moves its leases back to the queue. Duplicated fetches after a
 crash are possible; lost ids are not.
 
+The pass also has a row in the database's ``crawl_passes`` (``record.py``):
+every product and failure row it writes carries that row's id, and the
+complete pass's summary is written there.
+
 The client is redis-py's asyncio client on the reactor's event loop: a call
 waits for Redis without holding the reactor, and no thread is involved.
 """

@@ -25,7 +25,7 @@ CONNECT_TIMEOUT = 5.0
 def check(settings: BaseSettings, spider_args: dict[str, Any]) -> CrawlConfig:
     """Validate the contract and reach the database (and Redis); raise ConfigError."""
     config = CrawlConfig.from_settings(settings, start_id=spider_args.get("start_id"),
-                                       end_id=spider_args.get("end_id"))
+                                       end_id=spider_args.get("end_id"), ids=spider_args.get("ids"))
     refuse_jobdir(settings)
     # Read here too, before the downloader exists: refused while the crawler is
     # built, it would leave the download handler's connections open behind it.

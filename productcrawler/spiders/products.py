@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from scrapy import Request, Spider
 from w3lib.url import safe_url_string
@@ -42,16 +43,19 @@ _TRUE = ("1", "true", "yes", "on")
 class ProductsSpider(Spider):
     name = "products"
 
-    def __init__(self, start_id: Any = None, end_id: Any = None, fresh: Any = None, **kwargs: Any) -> None:
+    def __init__(self, start_id: Any = None, end_id: Any = None, fresh: Any = None, ids: Any = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.start_id_arg = start_id
         self.end_id_arg = end_id
+        self.ids_arg = ids
         self.fresh = str(fresh).strip().lower() in _TRUE if fresh is not None else False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ProductsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.config = crawl_config(crawler, start_id=spider.start_id_arg, end_id=spider.end_id_arg)
+        spider.config = crawl_config(crawler, start_id=spider.start_id_arg, end_id=spider.end_id_arg,
+                                     ids=spider.ids_arg)
         # Our URLs are a base URL and an integer: when the base is already in
         # normal form, so is every URL, and Request and aiohttp (yarl) need not
         # normalise each one again (Scrapy's verbatim_url meta key).
@@ -73,7 +77,7 @@ class ProductsSpider(Spider):
         return
         yield
 
-    def make_request(self, product_id: int) -> Request:
+    def make_request(self, product_id: int | str) -> Request:
         # dont_filter: the pass hands out each id once, so a
         # fingerprint set (memory growing with the range) would add nothing.
         return Request(
@@ -85,10 +89,12 @@ class ProductsSpider(Spider):
                   "handle_httpstatus_all": True, "verbatim_url": self.verbatim_urls},
         )
 
-    def product_id_in(self, url: str) -> int | None:
+    def product_id_in(self, url: str) -> int | str | None:
         """The id of a product URL of ``API_BASE_URL`` (the inverse of ``product_url``), else None."""
         prefix = self.config.product_url(0)[:-1]
         tail = url[len(prefix):] if url.startswith(prefix) else ""
+        if self.config.id_type == "string":
+            return unquote(tail) or None
         return int(tail) if tail.isdigit() else None
 
     # Callbacks return lists rather than yield: Scrapy inspects the source of
@@ -107,7 +113,7 @@ class ProductsSpider(Spider):
         except Exception as error:
             # A bug of ours, or an answer nothing here foresaw: the id still ends recorded
             # (with a shared pass, an id without an outcome would be leased again forever).
-            logger.exception("Product %d: could not parse the answer", request.meta["product_id"])
+            logger.exception("Product %s: could not parse the answer", request.meta["product_id"])
             reason = f"parse_error: {type(error).__name__}: {error}"
             return [FailureItem(request.meta["product_id"], FAILED, response.status, reason[:255],
                                 request.meta.get("retry_times", 0) + 1)]
@@ -128,7 +134,7 @@ class ProductsSpider(Spider):
             self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
             # The wholesale-failure guard counts these (extensions/guard.py).
             self.crawler.signals.send_catch_log(signals_.bad_response, request=response.request, error=bad)
-            logger.debug("Product %d: bad response (%s: %s)", product_id, bad.reason, bad.detail)
+            logger.debug("Product %s: bad response (%s: %s)", product_id, bad.reason, bad.detail)
             return [self.retry_policy.next_step(request, reason=f"bad_response/{bad.reason}",
                                                 http_status=status)]
         for field in dropped:
@@ -145,6 +151,6 @@ class ProductsSpider(Spider):
         if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it
             return [self.retry_policy.give_up(request, reason=exception_reason(error), http_status=None)]
         detail = exception_detail(error)
-        logger.debug("Product %d failed: %s", request.meta["product_id"], detail)
+        logger.debug("Product %s failed: %s", request.meta["product_id"], detail)
         return [FailureItem(request.meta["product_id"], FAILED, None, detail[:255],
                             request.meta.get("retry_times", 0) + 1)]

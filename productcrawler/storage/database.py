@@ -19,7 +19,8 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.enterprise import adbapi
 
 from productcrawler.items import MISSING, FailureItem, ProductItem
-from productcrawler.storage.schema import PASS_COLUMN, PRODUCT_COLUMNS
+from productcrawler.storage.migrate import migrate
+from productcrawler.storage.schema import PASS_COLUMN, PRODUCT_COLUMNS, ddl
 from productcrawler.storage.target import SQLITE, DatabaseTarget, Dialect, sqlite_prepare
 
 if TYPE_CHECKING:
@@ -35,8 +36,8 @@ def utcnow() -> datetime:
 
 # --- functions of a cursor: they run in a worker thread -------------------------
 
-def ensure_schema(cursor: Any, dialect: Dialect) -> None:
-    for statement in dialect.ddl:
+def ensure_schema(cursor: Any, dialect: Dialect, id_type: str = "int") -> None:
+    for statement in ddl(dialect.name, id_type):
         cursor.execute(statement)
     # Tables made before rows carried their pass: add the column (their rows
     # count as done in no pass, so an unfinished pass is fetched again once).
@@ -46,6 +47,7 @@ def ensure_schema(cursor: Any, dialect: Dialect) -> None:
             cursor.fetchall()
         except Exception:  # noqa: BLE001 - the driver's "unknown column", whichever it is
             cursor.execute(f"ALTER TABLE {table} ADD COLUMN {PASS_COLUMN} INT NULL")
+    migrate(cursor, dialect, id_type)
 
 
 def _rows(dialect: Dialect, items: list[Any], columns: tuple[str, ...],
@@ -73,7 +75,7 @@ def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
         _delete_ids(cursor, dialect, "products", [f.product_id for f, _ in failures if f.outcome == MISSING])
 
 
-def _delete_ids(cursor: Any, dialect: Dialect, table: str, ids: list[int]) -> None:
+def _delete_ids(cursor: Any, dialect: Dialect, table: str, ids: list[int | str]) -> None:
     if ids:
         cursor.execute(f"DELETE FROM {table} WHERE product_id IN ({dialect.params(len(ids))})", ids)
 
@@ -101,8 +103,9 @@ class _Connection(adbapi.Connection):
 class Database:
     """A pool of connections in worker threads; every call returns a Deferred."""
 
-    def __init__(self, target: DatabaseTarget) -> None:
+    def __init__(self, target: DatabaseTarget, id_type: str = "int") -> None:
         self.target = target
+        self.id_type = id_type
         self.dialect = target.dialect
         kwargs = dict(target.connect_kwargs)
         if self.dialect is SQLITE:
@@ -119,7 +122,7 @@ class Database:
     async def ensure_schema(self) -> None:
         """Create the tables if need be, once per process (the pass and the pipeline both need them)."""
         if not self._schema_ready:
-            await maybe_deferred_to_future(self.run(ensure_schema))
+            await maybe_deferred_to_future(self.run(ensure_schema, self.id_type))
             self._schema_ready = True
 
     def run(self, function: Any, *args: Any, **kwargs: Any) -> Deferred[Any]:

@@ -1,0 +1,109 @@
+"""Tables made by earlier versions, brought to PRODUCT_ID_TYPE's ids with nothing lost.
+
+Run inside ``ensure_schema``'s transaction, after the CREATE statements:
+
+- product_id INT (32-bit) becomes BIGINT (MySQL; SQLite's INTEGER is 64-bit already);
+- with PRODUCT_ID_TYPE=string, an integer product_id becomes VARCHAR(64), each id
+  its decimal text (MySQL converts in place; SQLite, whose INTEGER affinity would
+  turn '00123' into 123, rebuilds the table: renamed, created anew, copied, dropped);
+- a string product_id with PRODUCT_ID_TYPE=int is refused: turning strings into
+  integers could merge or lose ids ('00123' and '123'), so the crawl stops, exit 2;
+- crawl_passes gets 64-bit start_id/end_id and the columns that name a pass's id list.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from productcrawler.config import ConfigError
+from productcrawler.storage.schema import MYSQL_ID_TYPES, PASS_LIST_COLUMNS, ddl
+
+if TYPE_CHECKING:
+    from productcrawler.storage.target import Dialect
+
+logger = logging.getLogger(__name__)
+
+ID_TABLES = ("products", "crawl_failures")
+_MYSQL_INTEGERS = ("int", "bigint", "mediumint", "smallint", "tinyint")
+
+
+def migrate(cursor: Any, dialect: Dialect, id_type: str) -> None:
+    _add_pass_list_columns(cursor)
+    if dialect.name == "mysql":
+        _mysql(cursor, id_type)
+    else:
+        _sqlite(cursor, id_type)
+
+
+def _add_pass_list_columns(cursor: Any) -> None:
+    for name, definition in PASS_LIST_COLUMNS:
+        try:
+            cursor.execute(f"SELECT {name} FROM crawl_passes WHERE 1 = 0")
+            cursor.fetchall()
+        except Exception:  # noqa: BLE001 - the driver's "unknown column", whichever it is
+            cursor.execute(f"ALTER TABLE crawl_passes ADD COLUMN {name} {definition}")
+
+
+def _refuse(table: str, column_type: str) -> ConfigError:
+    return ConfigError(f"PRODUCT_ID_TYPE=int, but {table}.product_id holds string ids ({column_type}): "
+                       "set PRODUCT_ID_TYPE=string, or use another database")
+
+
+def _mysql(cursor: Any, id_type: str) -> None:
+    cursor.execute("SELECT table_name, column_name, data_type, column_type FROM information_schema.columns "
+                   "WHERE table_schema = DATABASE() AND ((table_name IN ('products', 'crawl_failures') "
+                   "AND column_name = 'product_id') OR (table_name = 'crawl_passes' "
+                   "AND column_name IN ('start_id', 'end_id')))")
+    for table, column, data_type, column_type in cursor.fetchall():
+        table, column, data_type = str(table), str(column), str(data_type).lower()
+        if column != "product_id":
+            if data_type != "bigint":
+                cursor.execute(f"ALTER TABLE crawl_passes MODIFY {column} BIGINT NOT NULL")
+            continue
+        if data_type not in _MYSQL_INTEGERS:
+            if id_type == "int":
+                raise _refuse(table, str(column_type))
+            continue
+        if id_type == "string":
+            logger.warning("%s.product_id holds integers: converting it to VARCHAR(64) for "
+                           "PRODUCT_ID_TYPE=string (each id keeps its decimal text)", table)
+        if id_type == "string" or data_type != "bigint":
+            cursor.execute(f"ALTER TABLE {table} MODIFY product_id {MYSQL_ID_TYPES[id_type]} NOT NULL")
+
+
+def _sqlite(cursor: Any, id_type: str) -> None:
+    for table in ID_TABLES:
+        cursor.execute(f"PRAGMA table_info({table})")
+        columns = {str(row[1]): str(row[2]).upper() for row in cursor.fetchall()}
+        is_integer = "INT" in columns["product_id"]
+        if id_type == "int" and not is_integer:
+            raise _refuse(table, columns["product_id"])
+        if id_type == "string" and is_integer:
+            logger.warning("%s.product_id holds integers: rebuilding the table for PRODUCT_ID_TYPE=string "
+                           "(each id keeps its decimal text)", table)
+            _sqlite_rebuild(cursor, table, list(columns))
+
+
+def _sqlite_rebuild(cursor: Any, table: str, old_columns: list[str]) -> None:
+    """Recreate ``table`` with string ids and copy every row, in the caller's transaction."""
+    old = f"{table}_integer_ids"
+    cursor.execute(f"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '{table}' "
+                   "AND sql IS NOT NULL")
+    for (index,) in cursor.fetchall():
+        cursor.execute(f"DROP INDEX {index}")  # recreated below, on the new table
+    cursor.execute(f"ALTER TABLE {table} RENAME TO {old}")
+    for statement in ddl("sqlite", "string"):
+        if f" {table} " in statement or f"ON {table} " in statement:
+            cursor.execute(statement)
+    cursor.execute(f"PRAGMA table_info({table})")
+    new_columns = [str(row[1]) for row in cursor.fetchall()]
+    kept = [c for c in old_columns if c in new_columns]
+    # Columns other helpers add later are in old_columns but not in the CREATE: keep them too.
+    for column in old_columns:
+        if column not in new_columns:
+            cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+            kept.append(column)
+    selected = ", ".join("CAST(product_id AS TEXT)" if c == "product_id" else c for c in kept)
+    cursor.execute(f"INSERT INTO {table} ({', '.join(kept)}) SELECT {selected} FROM {old}")
+    cursor.execute(f"DROP TABLE {old}")

@@ -109,3 +109,33 @@ def test_failed_and_64_bit_ranges_are_accepted():
     assert (wide.start_id, wide.end_id, wide.id_file, wide.id_type) == (10**12, 10**12 + 5, None, "int")
     with pytest.raises(ConfigError, match="spans at most 4294967296"):
         config(PRODUCT_ID_START=1, PRODUCT_ID_END=2**33)
+
+
+def test_the_shared_pass_refuses_an_instance_with_another_file_unless_fresh(redis_prefix, tmp_path):
+    """The OPEN script's own refusal: the start-up check can lose a race with another instance's start."""
+    import redis.asyncio
+
+    from productcrawler.passes.redis_pass import RedisPass
+    from tests.conftest import REDIS_URL
+    from tests.helpers import on_reactor_loop
+
+    one = IdFile.scan(write(tmp_path, "5\n6\n7\n", "one.txt"), "int")
+    two = IdFile.scan(write(tmp_path, "5\n6\n8\n", "two.txt"), "int")
+
+    async def scenario() -> None:
+        client = redis.asyncio.Redis.from_url(REDIS_URL)
+        try:
+            first = RedisPass(client, redis_prefix, one, instance="a")
+            assert (await first.open(fresh=False)).startswith("Started pass 1 over 3 ids of")
+            assert (await RedisPass(client, redis_prefix, one, instance="b").open(fresh=False)).startswith(
+                "Joined pass 1")
+            for other in (two, RangeIds(1, 3)):  # another file, or a range over as many ids
+                with pytest.raises(ConfigError, match=r"the shared pass 1 in Redis runs over a file of 3 ids"):
+                    await RedisPass(client, redis_prefix, other, instance="c").open(fresh=False)
+            assert (await RedisPass(client, redis_prefix, two, instance="d").open(fresh=True)).startswith(
+                "Started pass 2")
+            assert [await first.status()] == ["replaced"]
+        finally:
+            await client.aclose()
+
+    on_reactor_loop(scenario())

@@ -65,6 +65,26 @@ _TRANSIENT_REPLIES = ("LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAG
 FRESH_JOIN_WINDOW = 30
 
 
+def refusal(pass_id: int, running: str, ours: IdSource, *, failed: bool = False) -> str:
+    """Why an instance cannot join the running pass ``pass_id`` over ``running`` (its descriptor)."""
+    kind, _, rest = running.partition(":")
+    if kind == "file":
+        digest, _, count = rest.partition(":")
+        theirs = f"a file of {count} ids with SHA-256 {digest[:16]}"
+    elif kind == "range":
+        theirs = f"ids {rest.replace('-', '..')}"
+    else:
+        theirs = "another id list"
+    name = "the ids recorded failed" if failed else "PRODUCT_IDS"
+    return (f"{name}: the shared pass {pass_id} in Redis runs over {theirs}, this instance over "
+            f"{ours.describe()}; give every instance the same ids, or -a fresh=1 to start a new pass")
+
+
+def refused(running: str, ours: str) -> bool:
+    """OPEN's rule: an instance is refused a running pass over another id list when either list is a file."""
+    return running != ours and (running.startswith("file:") or ours.startswith("file:"))
+
+
 @dataclass(frozen=True)
 class PassState:
     pass_id: int
@@ -161,7 +181,8 @@ class RedisPass:
             keys=[self.pass_key, f"{self.base}:pass_seq"],
             args=[1, self.total, "1" if fresh else "0", uuid.uuid4().hex, FRESH_JOIN_WINDOW, self.ids.descriptor])
         if reply[0] == b"refused":
-            raise ConfigError(self._refusal(int(reply[1]), reply[2].decode()))
+            raise ConfigError(refusal(int(reply[1]), reply[2].decode(), self.ids,
+                                      failed=self.failed is not None))
         pass_id, joined, token, replaced = reply
         self.pass_id = int(pass_id)
         self.token = token.decode() if isinstance(token, bytes) else token
@@ -176,19 +197,6 @@ class RedisPass:
                      else f"the {self.total} ids recorded failed by the shared passes")
         return (f"{'Joined' if joined else 'Started'} pass {self.pass_id} over {described} "
                 f"through Redis as instance {self.instance} ({self.done_at_start} of {self.total} done)")
-
-    def _refusal(self, pass_id: int, running: str) -> str:
-        kind, _, rest = running.partition(":")
-        if kind == "file":
-            digest, _, count = rest.partition(":")
-            theirs = f"a file of {count} ids with SHA-256 {digest[:16]}"
-        elif kind == "range":
-            theirs = f"ids {rest.replace('-', '..')}"
-        else:
-            theirs = "another id list"
-        name = "the ids recorded failed" if self.failed is not None else "PRODUCT_IDS"
-        return (f"{name}: the shared pass {pass_id} in Redis runs over {theirs}, this instance over "
-                f"{self.ids.describe()}; give every instance the same ids, or -a fresh=1 to start a new pass")
 
     async def lease(self, count: int) -> Lease:
         """Lease up to ``count`` positions: due retries, then recovered ones, then fresh ones from the cursor."""

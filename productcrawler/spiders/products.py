@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_TRUE = ("1", "true", "yes", "on")
+#: Values of the spider argument ``fresh`` that mean yes.
+FRESH_WORDS = ("1", "true", "yes", "on")
 
 
 class ProductsSpider(Spider):
@@ -49,7 +50,7 @@ class ProductsSpider(Spider):
         self.start_id_arg = start_id
         self.end_id_arg = end_id
         self.ids_arg = ids
-        self.fresh = str(fresh).strip().lower() in _TRUE if fresh is not None else False
+        self.fresh = str(fresh).strip().lower() in FRESH_WORDS if fresh is not None else False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ProductsSpider:

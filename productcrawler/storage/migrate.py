@@ -29,11 +29,39 @@ _MYSQL_INTEGERS = ("int", "bigint", "mediumint", "smallint", "tinyint")
 
 
 def migrate(cursor: Any, dialect: Dialect, id_type: str) -> None:
+    refuse_id_type(cursor, dialect, id_type)
     _add_pass_list_columns(cursor)
     if dialect.name == "mysql":
         _mysql(cursor, id_type)
     else:
         _sqlite(cursor, id_type)
+
+
+def refuse_id_type(cursor: Any, dialect: Dialect, id_type: str) -> None:
+    """Raise ``ConfigError`` if existing tables hold string ids and ``id_type`` is int (a start-up check)."""
+    if id_type != "int":
+        return
+    for table, column_type, is_integer in _id_columns(cursor, dialect):
+        if not is_integer:
+            raise _refuse(table, column_type)
+
+
+def _id_columns(cursor: Any, dialect: Dialect) -> list[tuple[str, str, bool]]:
+    """(table, product_id's type, whether it holds integers) of each existing id table."""
+    found = []
+    if dialect.name == "mysql":
+        cursor.execute("SELECT table_name, data_type, column_type FROM information_schema.columns WHERE "
+                       "table_schema = DATABASE() AND table_name IN ('products', 'crawl_failures') "
+                       "AND column_name = 'product_id' ORDER BY table_name DESC")
+        for table, data_type, column_type in cursor.fetchall():
+            found.append((str(table), str(column_type), str(data_type).lower() in _MYSQL_INTEGERS))
+        return found
+    for table in ID_TABLES:
+        cursor.execute(f"PRAGMA table_info({table})")
+        types = {str(row[1]): str(row[2]).upper() for row in cursor.fetchall()}
+        if "product_id" in types:
+            found.append((table, types["product_id"], "INT" in types["product_id"]))
+    return found
 
 
 def _add_pass_list_columns(cursor: Any) -> None:
@@ -51,20 +79,18 @@ def _refuse(table: str, column_type: str) -> ConfigError:
 
 
 def _mysql(cursor: Any, id_type: str) -> None:
-    cursor.execute("SELECT table_name, column_name, data_type, column_type FROM information_schema.columns "
+    cursor.execute("SELECT table_name, column_name, data_type FROM information_schema.columns "
                    "WHERE table_schema = DATABASE() AND ((table_name IN ('products', 'crawl_failures') "
                    "AND column_name = 'product_id') OR (table_name = 'crawl_passes' "
                    "AND column_name IN ('start_id', 'end_id')))")
-    for table, column, data_type, column_type in cursor.fetchall():
+    for table, column, data_type in cursor.fetchall():
         table, column, data_type = str(table), str(column), str(data_type).lower()
         if column != "product_id":
             if data_type != "bigint":
                 cursor.execute(f"ALTER TABLE crawl_passes MODIFY {column} BIGINT NOT NULL")
             continue
         if data_type not in _MYSQL_INTEGERS:
-            if id_type == "int":
-                raise _refuse(table, str(column_type))
-            continue
+            continue  # strings already (refuse_id_type has refused them for int ids)
         if id_type == "string":
             logger.warning("%s.product_id holds integers: converting it to VARCHAR(64) for "
                            "PRODUCT_ID_TYPE=string (each id keeps its decimal text)", table)
@@ -76,10 +102,7 @@ def _sqlite(cursor: Any, id_type: str) -> None:
     for table in ID_TABLES:
         cursor.execute(f"PRAGMA table_info({table})")
         columns = {str(row[1]): str(row[2]).upper() for row in cursor.fetchall()}
-        is_integer = "INT" in columns["product_id"]
-        if id_type == "int" and not is_integer:
-            raise _refuse(table, columns["product_id"])
-        if id_type == "string" and is_integer:
+        if id_type == "string" and "INT" in columns["product_id"]:
             logger.warning("%s.product_id holds integers: rebuilding the table for PRODUCT_ID_TYPE=string "
                            "(each id keeps its decimal text)", table)
             _sqlite_rebuild(cursor, table, list(columns))

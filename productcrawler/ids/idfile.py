@@ -1,6 +1,6 @@
 """An id file, one id a line, streamed: one scan at start, then a sparse index of byte offsets.
 
-The scan reads the file once, in 1 MiB chunks: it checks every line, counts
+The scan reads the file once, in 64 KiB chunks: it checks every line, counts
 the ids, computes the file's SHA-256 digest and keeps the byte offset of
 every ``INDEX_EVERY``-th id. Memory is that index (8 bytes per 1,024 ids:
 80 KB for ten million) whatever the file's size.
@@ -32,7 +32,7 @@ INDEX_EVERY = 1024
 MAX_ID_LENGTH = 64
 #: The largest integer id (a signed BIGINT).
 MAX_INT_ID = 2**63 - 1
-_CHUNK = 1 << 20
+_CHUNK = 1 << 16
 
 
 class IdFileError(ValueError):

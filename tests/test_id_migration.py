@@ -9,10 +9,15 @@ import pytest
 
 from simulator import catalog
 from tests.conftest import MYSQL, run_crawl
-from tests.old_schema import MYSQL_DDL_INT, SQLITE_DDL_INT
+from tests.old_schema import MYSQL_DDL_INT, MYSQL_DDL_TODAY, SQLITE_DDL_INT, SQLITE_DDL_TODAY
 
 OLD_PRODUCT = (2147483647, "old product", "9.99", 3, "cat", "brand", "4.50", 12, "2026-01-02 03:04:05", 4)
 OLD_FAILURE = (123456, "failed", 503, "http_503", 4, "2026-01-02 03:04:05", 4)
+OLD_CHANGE = (2147483647, 4, "2026-01-02 03:04:05", "price", "10.99", "9.99")
+CHANGE_SELECT = "SELECT product_id, pass_id, changed_at, field, old_value, new_value FROM product_changes"
+#: The tables of each earlier version: product_id INT before pass summaries, and just before this one.
+OLD_TABLES = {("mysql", "v1"): MYSQL_DDL_INT, ("sqlite", "v1"): SQLITE_DDL_INT,
+              ("mysql", "today"): MYSQL_DDL_TODAY, ("sqlite", "today"): SQLITE_DDL_TODAY}
 PRODUCT_SELECT = ("SELECT product_id, name, price, stock, category, brand, rating, sales_count, update_time, pass_id "
                   "FROM products")
 FAILURE_SELECT = "SELECT product_id, outcome, http_status, reason, attempts, updated_at, pass_id FROM crawl_failures"
@@ -21,8 +26,9 @@ FAILURE_SELECT = "SELECT product_id, outcome, http_status, reason, attempts, upd
 class Store:
     """One database of either kind, reached the way a user would look at it."""
 
-    def __init__(self, kind: str, request: pytest.FixtureRequest, tmp_path: Any) -> None:
+    def __init__(self, kind: str, generation: str, request: pytest.FixtureRequest, tmp_path: Any) -> None:
         self.kind = kind
+        self.generation = generation
         if kind == "mysql":
             self.url = request.getfixturevalue("mysql_url")
         else:
@@ -48,7 +54,7 @@ class Store:
             connection.close()
 
     def create_old_tables(self) -> None:
-        for statement in MYSQL_DDL_INT if self.kind == "mysql" else SQLITE_DDL_INT:
+        for statement in OLD_TABLES[self.kind, self.generation]:
             self.execute(statement)
         marks = ", ".join(["%s"] * len(OLD_PRODUCT))
         self.execute(f"INSERT INTO products (product_id, name, price, stock, category, brand, rating, sales_count, "
@@ -56,6 +62,9 @@ class Store:
         self.execute(f"INSERT INTO crawl_failures VALUES ({', '.join(['%s'] * len(OLD_FAILURE))})", OLD_FAILURE)
         self.execute("INSERT INTO crawl_passes (start_id, end_id, started_at, finished_at) "
                      "VALUES (1, 50000, '2026-01-01 00:00:00', '2026-01-01 01:00:00')")
+        if self.generation == "today":
+            self.execute(f"INSERT INTO product_changes (product_id, pass_id, changed_at, field, old_value, "
+                         f"new_value) VALUES ({', '.join(['%s'] * len(OLD_CHANGE))})", OLD_CHANGE)
 
     def column_type(self, table: str, column: str) -> str:
         if self.kind == "sqlite":
@@ -68,9 +77,10 @@ class Store:
         return [tuple(None if v is None else str(v) for v in row) for row in self.execute(sql)]
 
 
-@pytest.fixture(params=["mysql", "sqlite"])
+@pytest.fixture(params=[("mysql", "v1"), ("sqlite", "v1"), ("mysql", "today"), ("sqlite", "today")],
+                ids=lambda p: "-".join(p))
 def store(request, tmp_path) -> Store:
-    return Store(request.param, request, tmp_path)
+    return Store(*request.param, request, tmp_path)
 
 
 def crawl(store: Store, simulator: Any, *args: str, **settings: object) -> Any:
@@ -92,6 +102,10 @@ def test_an_int_table_becomes_64_bit_with_every_row_kept(store, clean_simulator)
         assert store.column_type("products", "product_id") == "bigint(20)"
         assert store.column_type("crawl_failures", "product_id") == "bigint(20)"
         assert store.column_type("crawl_passes", "start_id") == "bigint(20)"
+        if store.generation == "today":
+            assert store.column_type("product_changes", "product_id") == "bigint(20)"
+    if store.generation == "today":
+        assert store.rows(CHANGE_SELECT) == [tuple(str(v) for v in OLD_CHANGE)]
     assert store.rows(PRODUCT_SELECT + f" WHERE product_id = {OLD_PRODUCT[0]}") == old_product
     assert store.rows(FAILURE_SELECT + f" WHERE product_id = {OLD_FAILURE[0]}") == old_failure
     stored = [int(r[0]) for r in store.execute("SELECT product_id FROM products WHERE product_id >= %s "
@@ -120,8 +134,16 @@ def test_an_int_table_becomes_a_string_table_with_every_row_kept_as_text(store, 
         assert store.column_type("crawl_failures", "product_id") == "VARCHAR(64)"
         indexes = {r[0] for r in store.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
                                                "AND sql IS NOT NULL")}
-        assert indexes == {"idx_category", "idx_brand", "idx_outcome"}
+        # Every index survives the rebuild (v1's crawl_passes gets redis_token's index when the column is added).
+        assert indexes == {"idx_category", "idx_brand", "idx_outcome", "idx_changes_product", "idx_changes_pass",
+                           *(["uk_redis_token"] if store.generation == "v1" else [])}
         assert store.execute("SELECT DISTINCT typeof(product_id) FROM products") == [("text",)]
+    if store.generation == "today":
+        assert store.column_type("product_changes", "product_id").lower() == "varchar(64)"
+        assert store.rows(CHANGE_SELECT) == [tuple(str(v) for v in OLD_CHANGE)]
+        assert store.execute("SELECT typeof(product_id) FROM product_changes" if store.kind == "sqlite"
+                             else "SELECT product_id FROM product_changes") == [
+            ("text",) if store.kind == "sqlite" else ("2147483647",)]
     assert store.rows(PRODUCT_SELECT + " WHERE product_id = '2147483647'") == old_product
     assert store.rows(FAILURE_SELECT + " WHERE product_id = '123456'") == old_failure
     stored = sorted(str(r[0]) for r in store.execute("SELECT product_id FROM products WHERE product_id <> "

@@ -22,10 +22,20 @@ from productcrawler.passes.database_sql import write_failed_ids
 class FailedIds:
     #: The ids, as a scanned file (None: no failed ids).
     ids: IdFile | None
-    #: The latest pass (None: with REDIS_URL, or no pass yet).
+    #: The latest pass (None: no pass yet).
     latest_pass: int | None
-    #: The pass a database-ledger run over these ids names as its source.
+    #: The pass a run over these ids names as its source.
     source_pass: int | None
+
+    def nothing_to_fetch(self) -> str:
+        """The line a run over no failed ids ends with."""
+        latest = "no pass yet" if self.latest_pass is None else f"pass {self.latest_pass}"
+        return f"No ids are recorded failed in the latest pass ({latest}): nothing to fetch"
+
+    def describe(self) -> str:
+        """The ids for a pass's opening line."""
+        total = 0 if self.ids is None else self.ids.total
+        return f"the {total} ids recorded failed in the latest pass (pass {self.latest_pass})"
 
     def remove(self) -> None:
         if self.ids is not None:
@@ -34,12 +44,12 @@ class FailedIds:
                 os.unlink(self.ids.path)
 
 
-def failed_snapshot(cursor: Any, dialect: Any, id_type: str, *, shared: bool) -> FailedIds:
+def failed_snapshot(cursor: Any, dialect: Any, id_type: str) -> FailedIds:
     """A function of a cursor (``Database.run``): read the failed ids into a temporary id file."""
     descriptor, path = tempfile.mkstemp(prefix="productcrawler-failed-", suffix=".ids")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            count, latest, source = write_failed_ids(cursor, dialect, out, shared=shared)
+            count, latest, source = write_failed_ids(cursor, dialect, out)
         if count == 0:
             os.unlink(path)
             return FailedIds(None, latest, source)

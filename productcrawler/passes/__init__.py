@@ -16,6 +16,7 @@ from productcrawler.config import crawl_config
 from productcrawler.ids import RangeIds
 from productcrawler.ids.failed import failed_snapshot
 from productcrawler.passes.database import DatabasePass
+from productcrawler.passes.record import SharedPassRecord
 from productcrawler.passes.redis_pass import RedisPass
 from productcrawler.redis_connection import async_redis_client
 from productcrawler.storage import database_for
@@ -43,12 +44,13 @@ def pass_for(crawler: Crawler) -> Pass:
 
                 async def read_failed() -> FailedIds:
                     await database.ensure_schema()
-                    return await maybe_deferred_to_future(
-                        database.run(failed_snapshot, config.id_type, shared=True))
+                    return await maybe_deferred_to_future(database.run(failed_snapshot, config.id_type))
 
             ids = None if config.failed_only else (config.id_file or RangeIds(config.start_id, config.end_id))
+            record = SharedPassRecord(database_for(crawler), tracking=bool(config.track_changes))
             crawl_pass = RedisPass(async_redis_client(config.redis_url), config.redis_key_prefix, ids,
-                                   heartbeat_ttl=config.redis_heartbeat_ttl, read_failed=read_failed)
+                                   heartbeat_ttl=config.redis_heartbeat_ttl, read_failed=read_failed,
+                                   record=record)
         setattr(crawler, _ATTRIBUTE, crawl_pass)
     return crawl_pass
 

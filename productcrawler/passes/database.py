@@ -28,9 +28,9 @@ from productcrawler.passes.database_sql import (
     done_among,
     done_count,
     done_ids,
-    finish_pass,
     open_pass,
 )
+from productcrawler.passes.summary import finish_with_summary
 from productcrawler.storage.database import utcnow
 from productcrawler.storage.errors import is_connection_error
 
@@ -57,6 +57,7 @@ class DatabasePass:
         self.config = config
         self.ids: IdSource = config.id_file or RangeIds(config.start_id, config.end_id)
         self.total = 0 if config.failed_only else self.ids.total
+        self.tracking = bool(config.track_changes)
         self.info: PassInfo | None = None
         self.failed: FailedIds | None = None  # ids=failed: the ids read at open
         self.done_at_start = 0
@@ -88,10 +89,9 @@ class DatabasePass:
         await self.database.ensure_schema()
         source_pass = None
         if self.config.failed_only:
-            self.failed = failed = await self._run(failed_snapshot, self.config.id_type, shared=False)
+            self.failed = failed = await self._run(failed_snapshot, self.config.id_type)
             if failed.ids is None:
-                latest = "no pass yet" if failed.latest_pass is None else f"pass {failed.latest_pass}"
-                return f"No ids are recorded failed in the latest pass ({latest}): nothing to fetch"
+                return failed.nothing_to_fetch()
             self.ids, self.total, source_pass = failed.ids, failed.ids.total, failed.source_pass
         ids = self.ids
         if isinstance(ids, RangeIds):
@@ -100,8 +100,7 @@ class DatabasePass:
             self._done = bytearray((self.total + 7) // 8)
             self.info = info = await self._run(open_pass, 1, ids.total, fresh=fresh, now=utcnow(),
                                                digest=ids.digest, source_pass_id=source_pass)
-        described = ids.describe() if source_pass is None else (
-            f"the {ids.total} ids recorded failed in the latest pass (pass {self.failed.latest_pass})")  # type: ignore[union-attr]
+        described = ids.describe() if self.failed is None else self.failed.describe()
         if not info.resumed:
             return f"Starting pass {info.pass_id} over {described}"
         if self._done is None:
@@ -176,7 +175,7 @@ class DatabasePass:
         return self.done_at_start + this_run  # one process: nobody else writes this pass
 
     async def close(self, reason: str, *, lost: bool) -> bool:
-        """Mark the pass finished if every id has an outcome; True if it is."""
+        """Mark the pass finished, with its summary, if every id has an outcome; True if it is."""
         try:
             return await self._settle(reason)
         finally:
@@ -206,7 +205,8 @@ class DatabasePass:
             logger.info("Pass %d is not complete (%d of %d ids done; stop reason: %s); "
                         "the next run resumes it", self.info.pass_id, done, self.total, reason)
             return False
-        await self._run(finish_pass, self.info.pass_id, utcnow())
+        first, last = (self.ids.start, self.ids.end) if isinstance(self.ids, RangeIds) else (None, None)
+        await self._run(finish_with_summary, self.info.pass_id, first, last, utcnow(), tracking=self.tracking)
         return True
 
     async def _run(self, function: Any, *args: Any, **kwargs: Any) -> Any:

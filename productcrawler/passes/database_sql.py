@@ -75,13 +75,14 @@ def open_pass(cursor: Any, dialect: Dialect, start_id: int, end_id: int, *, fres
     if digest is None:
         cursor.execute(
             f"SELECT pass_id, started_at FROM crawl_passes WHERE start_id = {p} AND end_id = {p} "
-            f"AND ids_digest IS NULL AND finished_at IS NULL ORDER BY pass_id DESC LIMIT 1",
+            f"AND ids_digest IS NULL AND finished_at IS NULL AND redis_token IS NULL "
+            f"ORDER BY pass_id DESC LIMIT 1",
             (start_id, end_id),
         )
     else:
         cursor.execute(
             f"SELECT pass_id, started_at FROM crawl_passes WHERE ids_digest = {p} AND ids_count = {p} "
-            f"AND finished_at IS NULL ORDER BY pass_id DESC LIMIT 1",
+            f"AND finished_at IS NULL AND redis_token IS NULL ORDER BY pass_id DESC LIMIT 1",
             (digest, end_id),
         )
     row = cursor.fetchone()
@@ -104,6 +105,15 @@ def finish_pass(cursor: Any, dialect: Dialect, pass_id: int, now: datetime) -> N
                    (dialect.value(now), pass_id))
 
 
+def id_bounds(dialect: Dialect, first: int | None, last: int | None,
+              column: str = "product_id") -> tuple[str, tuple[int, ...]]:
+    """A ``column BETWEEN first AND last AND `` clause and its parameters; nothing when ``first`` is None."""
+    if first is None:
+        return "", ()
+    p = dialect.placeholder
+    return f"{column} BETWEEN {p} AND {p} AND ", (first, last)
+
+
 def outcome_counts(cursor: Any, dialect: Dialect, first: int | None, last: int | None,
                    pass_id: int) -> dict[str, int]:
     """Stored / missing / failed in [first, last] by pass ``pass_id`` (summaries, progress).
@@ -111,7 +121,7 @@ def outcome_counts(cursor: Any, dialect: Dialect, first: int | None, last: int |
     ``first`` and ``last`` None: every row of the pass (a pass over a file).
     """
     p = dialect.placeholder
-    within, bounds = ("", ()) if first is None else (f"product_id BETWEEN {p} AND {p} AND ", (first, last))
+    within, bounds = id_bounds(dialect, first, last)
     cursor.execute(f"SELECT COUNT(*) FROM products WHERE {within}{PASS_COLUMN} = {p}", (*bounds, pass_id))
     counts = {"stored": int(cursor.fetchone()[0]), "missing": 0, "failed": 0}
     cursor.execute(f"SELECT outcome, COUNT(*) FROM crawl_failures WHERE {within}{PASS_COLUMN} = {p} "
@@ -121,23 +131,17 @@ def outcome_counts(cursor: Any, dialect: Dialect, first: int | None, last: int |
     return counts
 
 
-def write_failed_ids(cursor: Any, dialect: Dialect, out: IO[str], *,
-                     shared: bool) -> tuple[int, int | None, int | None]:
+def write_failed_ids(cursor: Any, dialect: Dialect, out: IO[str]) -> tuple[int, int | None, int | None]:
     """The ids recorded ``failed`` in the latest pass, one a line into ``out``, in id order:
     (how many, that pass, the pass a new run over them names as its source).
 
-    With the database as the ledger the latest pass is crawl_passes' newest
-    row. A pass over failed ids counts with the pass it re-fetches (its
-    source) and that source's other failed-id passes: an interrupted re-run
-    leaves some ids stamped by the source, and they are still owed. With
-    REDIS_URL (``shared``) rows carry no pass: the latest pass is every
-    row a shared pass wrote (``pass_id`` NULL), each id's current outcome.
+    The latest pass is crawl_passes' newest row, a database pass's or a
+    Redis-shared pass's alike. A pass over failed ids counts with the pass it
+    re-fetches (its source) and that source's other failed-id passes: an
+    interrupted re-run leaves some ids stamped by the source, and they are
+    still owed.
     """
     p = dialect.placeholder
-    if shared:
-        cursor.execute(f"SELECT product_id FROM crawl_failures WHERE outcome = 'failed' "
-                       f"AND {PASS_COLUMN} IS NULL ORDER BY product_id")
-        return _write_rows(cursor, out), None, None
     cursor.execute("SELECT pass_id, source_pass_id FROM crawl_passes ORDER BY pass_id DESC LIMIT 1")
     row = cursor.fetchone()
     if row is None:
@@ -155,3 +159,33 @@ def _write_rows(cursor: Any, out: IO[str]) -> int:
         out.writelines(f"{row[0]}\n" for row in rows)
         count += len(rows)
     return count
+
+
+def shared_pass_row(cursor: Any, dialect: Dialect, token: str, start_id: int, end_id: int,
+                    started_at: datetime, digest: str | None = None,
+                    source_pass_id: int | None = None) -> int:
+    """The crawl_passes row of the Redis-shared pass ``token``: found, or made by the first instance.
+
+    ``digest``: the SHA-256 of the pass's id file (``start_id``..``end_id`` are then its positions);
+    ``source_pass_id``: the pass whose failed ids it fetches.
+    """
+    p = dialect.placeholder
+    select = f"SELECT pass_id FROM crawl_passes WHERE redis_token = {p}"
+    cursor.execute(select, (token,))
+    row = cursor.fetchone()
+    if row is not None:
+        return int(row[0])
+    try:
+        cursor.execute(f"INSERT INTO crawl_passes (start_id, end_id, started_at, redis_token, ids_digest, "
+                       f"ids_count, source_pass_id) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})",
+                       (start_id, end_id, dialect.value(started_at), token, digest,
+                        None if digest is None else end_id, source_pass_id))
+        return int(cursor.lastrowid)
+    except Exception:
+        # Another instance made it meanwhile (the token is unique): its row is the pass's. A
+        # locking read on MySQL: a plain one would read this transaction's snapshot, from before it.
+        cursor.execute(select + (" FOR UPDATE" if dialect.name == "mysql" else ""), (token,))
+        row = cursor.fetchone()
+        if row is None:
+            raise
+        return int(row[0])

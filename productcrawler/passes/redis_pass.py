@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
     from productcrawler.ids import IdSource
     from productcrawler.ids.failed import FailedIds
+    from productcrawler.passes.record import SharedPassRecord
     from productcrawler.redis_connection import AsyncClient
 
 logger = logging.getLogger(__name__)
@@ -108,14 +109,18 @@ class RedisPass:
 
     #: The queue is another process's to fill: look again twice a second.
     poll_interval = 0.5
-    row_stamp = None  # rows carry no pass: its ledger is here (and its ids are not ``crawl_passes``')
 
     def __init__(self, client: AsyncClient, prefix: str, ids: IdSource | None,
                  spider_name: str = "products", instance: str | None = None,
                  heartbeat_ttl: float = DEFAULTS["REDIS_HEARTBEAT_TTL"],
-                 read_failed: Callable[[], Awaitable[FailedIds]] | None = None) -> None:
+                 read_failed: Callable[[], Awaitable[FailedIds]] | None = None,
+                 record: SharedPassRecord | None = None) -> None:
         """``ids``: the id list; None with ``read_failed``, which reads the failed ids as the pass opens."""
         self.client = client
+        #: The pass's row in crawl_passes (None: rows carry no pass, as for tools that only read Redis).
+        self.record = record
+        #: The crawl_passes id every row written in this pass carries (``record.py``); None without a record.
+        self.row_stamp: int | None = None
         # One hash tag for every key: a Redis Cluster keeps them in one slot,
         # so each script's keys are on one node (no CROSSSLOT).
         self.base = f"{{{prefix}}}:{spider_name}"
@@ -175,7 +180,7 @@ class RedisPass:
         if self._read_failed is not None:
             self.failed = await self._read_failed()
             if self.failed.ids is None:
-                return "No ids are recorded failed by the shared passes: nothing to fetch"
+                return self.failed.nothing_to_fetch()
             self.ids, self.total = self.failed.ids, self.failed.ids.total
         reply = await self._open(
             keys=[self.pass_key, f"{self.base}:pass_seq"],
@@ -193,8 +198,11 @@ class RedisPass:
         self.done_at_start = await self.done_count()
         raw = await self.client.hget(self.pass_key, "started_at")
         self.started_at = None if raw is None else float(raw)
-        described = (self.ids.describe() if self.failed is None
-                     else f"the {self.total} ids recorded failed by the shared passes")
+        if self.record is not None:
+            self.row_stamp = await self.record.open(
+                self.token, self.ids, self.started_at,
+                source_pass_id=None if self.failed is None else self.failed.source_pass)
+        described = self.ids.describe() if self.failed is None else self.failed.describe()
         return (f"{'Joined' if joined else 'Started'} pass {self.pass_id} over {described} "
                 f"through Redis as instance {self.instance} ({self.done_at_start} of {self.total} done)")
 
@@ -282,7 +290,10 @@ class RedisPass:
         await self.client.delete(self.heartbeat_key())
         if lost:
             return False
-        if await self.status() in (FINISHED, REPLACED):
+        status = await self.status()
+        if status == FINISHED and self.record is not None and self.row_stamp is not None:
+            await self.record.finish(self.row_stamp, self.ids)
+        if status in (FINISHED, REPLACED):
             await self._expire(self.pass_id)
             return True
         return False

@@ -8,7 +8,8 @@ Run inside ``ensure_schema``'s transaction, after the CREATE statements:
   turn '00123' into 123, rebuilds the table: renamed, created anew, copied, dropped);
 - a string product_id with PRODUCT_ID_TYPE=int is refused: turning strings into
   integers could merge or lose ids ('00123' and '123'), so the crawl stops, exit 2;
-- crawl_passes gets 64-bit start_id/end_id and the columns that name a pass's id list.
+- crawl_passes gets 64-bit start_id/end_id (the columns that name a pass's id list
+  are ``ADDED_COLUMNS``, added before this runs).
 """
 
 from __future__ import annotations
@@ -17,20 +18,18 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from productcrawler.config import ConfigError
-from productcrawler.storage.schema import MYSQL_ID_TYPES, PASS_LIST_COLUMNS, ddl
+from productcrawler.storage.schema import ID_TABLES, MYSQL_ID_TYPES, ddl
 
 if TYPE_CHECKING:
     from productcrawler.storage.target import Dialect
 
 logger = logging.getLogger(__name__)
 
-ID_TABLES = ("products", "crawl_failures")
 _MYSQL_INTEGERS = ("int", "bigint", "mediumint", "smallint", "tinyint")
 
 
 def migrate(cursor: Any, dialect: Dialect, id_type: str) -> None:
     refuse_id_type(cursor, dialect, id_type)
-    _add_pass_list_columns(cursor)
     if dialect.name == "mysql":
         _mysql(cursor, id_type)
     else:
@@ -51,26 +50,17 @@ def _id_columns(cursor: Any, dialect: Dialect) -> list[tuple[str, str, bool]]:
     found = []
     if dialect.name == "mysql":
         cursor.execute("SELECT table_name, data_type, column_type FROM information_schema.columns WHERE "
-                       "table_schema = DATABASE() AND table_name IN ('products', 'crawl_failures') "
-                       "AND column_name = 'product_id' ORDER BY table_name DESC")
+                       f"table_schema = DATABASE() AND table_name IN {ID_TABLES} "
+                       "AND column_name = 'product_id'")
         for table, data_type, column_type in cursor.fetchall():
             found.append((str(table), str(column_type), str(data_type).lower() in _MYSQL_INTEGERS))
-        return found
+        return sorted(found, key=lambda column: ID_TABLES.index(column[0]))
     for table in ID_TABLES:
         cursor.execute(f"PRAGMA table_info({table})")
         types = {str(row[1]): str(row[2]).upper() for row in cursor.fetchall()}
         if "product_id" in types:
             found.append((table, types["product_id"], "INT" in types["product_id"]))
     return found
-
-
-def _add_pass_list_columns(cursor: Any) -> None:
-    for name, definition in PASS_LIST_COLUMNS:
-        try:
-            cursor.execute(f"SELECT {name} FROM crawl_passes WHERE 1 = 0")
-            cursor.fetchall()
-        except Exception:  # noqa: BLE001 - the driver's "unknown column", whichever it is
-            cursor.execute(f"ALTER TABLE crawl_passes ADD COLUMN {name} {definition}")
 
 
 def _refuse(table: str, column_type: str) -> ConfigError:
@@ -80,7 +70,7 @@ def _refuse(table: str, column_type: str) -> ConfigError:
 
 def _mysql(cursor: Any, id_type: str) -> None:
     cursor.execute("SELECT table_name, column_name, data_type FROM information_schema.columns "
-                   "WHERE table_schema = DATABASE() AND ((table_name IN ('products', 'crawl_failures') "
+                   f"WHERE table_schema = DATABASE() AND ((table_name IN {ID_TABLES} "
                    "AND column_name = 'product_id') OR (table_name = 'crawl_passes' "
                    "AND column_name IN ('start_id', 'end_id')))")
     for table, column, data_type in cursor.fetchall():

@@ -10,19 +10,43 @@ from __future__ import annotations
 PRODUCT_COLUMNS = ("product_id", "name", "price", "stock", "category", "brand", "rating",
                    "sales_count", "update_time")
 FAILURE_COLUMNS = ("product_id", "outcome", "http_status", "reason", "attempts", "updated_at")
-#: crawl_passes' columns that say which id list a pass runs over: NULL for a range; a file's
-#: SHA-256 and id count; for a pass over the ids recorded failed, the pass whose failed ids it fetches.
-PASS_LIST_COLUMNS = (("ids_digest", "CHAR(64) NULL"), ("ids_count", "BIGINT NULL"), ("source_pass_id", "INT NULL"))
-#: product_id's column type per PRODUCT_ID_TYPE. String ids compare byte for byte (utf8mb4_bin):
-#: 'ab-1' and 'AB-1 ' are two SKUs, not one row.
+#: product_id's column type per PRODUCT_ID_TYPE, in every table that holds one. String ids compare
+#: byte for byte (utf8mb4_bin): 'ab-1' and 'AB-1 ' are two SKUs, not one row.
 MYSQL_ID_TYPES = {"int": "BIGINT", "string": "VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"}
 #: SQLite: INTEGER is 64-bit; VARCHAR has TEXT affinity, so '00123' stays '00123'.
 SQLITE_ID_TYPES = {"int": "INTEGER", "string": "VARCHAR(64)"}
-#: Every row also carries the pass that wrote it (NULL: a Redis-shared pass, which keeps its ledger in Redis).
+#: The tables whose product_id takes PRODUCT_ID_TYPE's type.
+ID_TABLES = ("products", "crawl_failures", "product_changes")
+#: Every row also carries the pass (crawl_passes) that wrote it, database or Redis-shared.
 PASS_COLUMN = "pass_id"
+#: A pass's counts in crawl_passes, written once the pass is complete (NULL until then).
+SUMMARY_COUNTS = ("stored", "missing", "failed", "changed", "removed")
+
+#: Columns added to tables made before them: (table, column, MySQL type, SQLite type, then
+#: the statements that index it, if any). A fresh table has them from its CREATE TABLE;
+#: ``ensure_schema`` adds the missing ones.
+ADDED_COLUMNS: tuple[tuple[str, ...], ...] = (
+    ("products", PASS_COLUMN, "INT NULL", "INTEGER NULL"),
+    ("crawl_failures", PASS_COLUMN, "INT NULL", "INTEGER NULL"),
+    ("products", "first_seen", "DATETIME NULL", "DATETIME NULL"),
+    ("products", "removed_at", "DATETIME NULL", "DATETIME NULL"),
+    *(("crawl_passes", count, "INT NULL", "INTEGER NULL") for count in SUMMARY_COUNTS),
+    ("crawl_passes", "coverage", "TEXT NULL", "TEXT NULL"),
+    # The id list of a pass: NULL for a range; a file's SHA-256 and id count; for a pass
+    # over the ids recorded failed, the pass whose failed ids it fetches.
+    ("crawl_passes", "ids_digest", "CHAR(64) NULL", "CHAR(64) NULL"),
+    ("crawl_passes", "ids_count", "BIGINT NULL", "BIGINT NULL"),
+    ("crawl_passes", "source_pass_id", "INT NULL", "INTEGER NULL"),
+    ("crawl_passes", "redis_token", "VARCHAR(64) NULL", "VARCHAR(64) NULL",
+     "CREATE UNIQUE INDEX uk_redis_token ON crawl_passes (redis_token)"),
+)
 
 # `pass_id` on products and crawl_failures: the pass (crawl_passes) that wrote
 # the row, so a pass knows its own rows without comparing timestamps.
+# `first_seen`: when the product was first stored; `removed_at`: when the API
+# answered 404 for a product it had (NULL again once it answers a product).
+# `crawl_passes.redis_token`: the Redis-shared pass the row stands for (NULL:
+# a database pass); every instance of that pass finds its row by it.
 # `id` is BIGINT: InnoDB's upsert consumes an auto-increment value on every
 # update, so an hourly re-crawl of 50,000 ids would exhaust an INT within years.
 _MYSQL_DDL: tuple[str, ...] = (
@@ -39,6 +63,8 @@ _MYSQL_DDL: tuple[str, ...] = (
     update_time DATETIME NOT NULL,
     created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
     pass_id INT NULL,
+    first_seen DATETIME NULL,
+    removed_at DATETIME NULL,
     UNIQUE KEY uk_product_id (product_id),
     KEY idx_category (category),
     KEY idx_brand (brand)
@@ -61,7 +87,26 @@ _MYSQL_DDL: tuple[str, ...] = (
     finished_at DATETIME NULL,
     ids_digest CHAR(64) NULL,
     ids_count BIGINT NULL,
-    source_pass_id INT NULL
+    source_pass_id INT NULL,
+    stored INT NULL,
+    missing INT NULL,
+    failed INT NULL,
+    changed INT NULL,
+    removed INT NULL,
+    coverage TEXT NULL,
+    redis_token VARCHAR(64) NULL,
+    UNIQUE KEY uk_redis_token (redis_token)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
+    """CREATE TABLE IF NOT EXISTS product_changes (
+    id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    product_id {product_id} NOT NULL,
+    pass_id INT NULL,
+    changed_at DATETIME NOT NULL,
+    field VARCHAR(64) NOT NULL,
+    old_value VARCHAR(255) NULL,
+    new_value VARCHAR(255) NULL,
+    KEY idx_changes_product (product_id, changed_at),
+    KEY idx_changes_pass (pass_id, field)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
 )
 
@@ -78,7 +123,9 @@ _SQLITE_DDL: tuple[str, ...] = (
     sales_count INTEGER NULL,
     update_time DATETIME NOT NULL,
     created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    pass_id INTEGER NULL
+    pass_id INTEGER NULL,
+    first_seen DATETIME NULL,
+    removed_at DATETIME NULL
 )""",
     "CREATE INDEX IF NOT EXISTS idx_category ON products (category)",
     "CREATE INDEX IF NOT EXISTS idx_brand ON products (brand)",
@@ -100,8 +147,26 @@ _SQLITE_DDL: tuple[str, ...] = (
     finished_at DATETIME NULL,
     ids_digest CHAR(64) NULL,
     ids_count BIGINT NULL,
-    source_pass_id INTEGER NULL
+    source_pass_id INTEGER NULL,
+    stored INTEGER NULL,
+    missing INTEGER NULL,
+    failed INTEGER NULL,
+    changed INTEGER NULL,
+    removed INTEGER NULL,
+    coverage TEXT NULL,
+    redis_token VARCHAR(64) NULL UNIQUE
 )""",
+    """CREATE TABLE IF NOT EXISTS product_changes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    product_id {product_id} NOT NULL,
+    pass_id INTEGER NULL,
+    changed_at DATETIME NOT NULL,
+    field VARCHAR(64) NOT NULL,
+    old_value VARCHAR(255) NULL,
+    new_value VARCHAR(255) NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS idx_changes_product ON product_changes (product_id, changed_at)",
+    "CREATE INDEX IF NOT EXISTS idx_changes_pass ON product_changes (pass_id, field)",
 )
 
 

@@ -147,6 +147,7 @@ def redis_pass_memory(total: int) -> dict[str, Any]:
 
 
 async def _redis_pass_memory(total: int) -> dict[str, Any]:
+    from productcrawler.ids import RangeIds
     from productcrawler.passes.base import FINISHED
     from productcrawler.passes.redis_pass import RedisPass
     from productcrawler.redis_connection import async_redis_client
@@ -154,7 +155,7 @@ async def _redis_pass_memory(total: int) -> dict[str, Any]:
     prefix = unique_prefix("benchmem-pass")
     client = async_redis_client(REDIS_URL)
     try:
-        redis_pass = RedisPass(client, prefix, 1, total)
+        redis_pass = RedisPass(client, prefix, RangeIds(1, total))
         await redis_pass.open(fresh=True)
         midway: dict[str, int] = {}
         done = 0

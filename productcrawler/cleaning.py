@@ -67,7 +67,7 @@ _UNWANTED_CHARS = re.compile("[<>\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def parse_product(
-    body: bytes, requested_id: int, fetched_at: datetime, shape: PayloadShape = DEFAULT_SHAPE,
+    body: bytes, requested_id: int | str, fetched_at: datetime, shape: PayloadShape = DEFAULT_SHAPE,
     absent: list[str] | None = None,
 ) -> tuple[ProductItem, list[str]]:
     """Decode, validate and clean one API response body.
@@ -81,11 +81,14 @@ def parse_product(
     if absent is None:
         absent = []
     data = shape.extract(_decode(body))
-    payload_id = _decimal(data["product_id"])
+    if isinstance(requested_id, str):
+        payload_id: object = _string_id(data["product_id"])
+    else:
+        payload_id = _decimal(data["product_id"])
     if payload_id is None:
         raise BadResponse("not_a_product", f"product id {data['product_id']!r}")
     if payload_id != requested_id:
-        raise BadResponse("id_mismatch", f"asked for {requested_id}, got {data['product_id']!r}")
+        raise BadResponse("id_mismatch", f"asked for {requested_id!r}, got {data['product_id']!r}")
 
     dropped: list[str] = []
     item = ProductItem(
@@ -100,6 +103,15 @@ def parse_product(
         update_time=fetched_at,  # the payload's own timestamp is not trusted
     )
     return item, dropped
+
+
+def _string_id(value: object) -> str | None:
+    """A string id as the answer gives it: a string as is, a whole number as its decimal text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 def product_keys(body: bytes, shape: PayloadShape = DEFAULT_SHAPE) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from decimal import Decimal
 class ProductItem:
     """One cleaned product, as stored in the ``products`` table."""
 
-    product_id: int
+    product_id: int | str  # str when PRODUCT_ID_TYPE=string
     name: str
     price: Decimal | None
     stock: int | None
@@ -30,7 +30,7 @@ FAILED = "failed"  # given up after retries, or a permanent error
 class FailureItem:
     """One id that ended without a product, as stored in ``crawl_failures``."""
 
-    product_id: int
+    product_id: int | str  # str when PRODUCT_ID_TYPE=string
     outcome: str  # MISSING or FAILED
     http_status: int | None
     reason: str

@@ -10,9 +10,13 @@ import ssl
 from typing import TYPE_CHECKING, Any
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url, password_hint
+from productcrawler.ids import RangeIds
+from productcrawler.passes.redis_pass import refusal, refused
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.ratelimit.middleware import check_handlers, rate_limit_enabled
 from productcrawler.redis_connection import is_cluster, redis_client
+from productcrawler.spiders.products import FRESH_WORDS
+from productcrawler.storage.migrate import refuse_id_type
 from productcrawler.storage.target import DatabaseTarget
 
 if TYPE_CHECKING:
@@ -25,16 +29,19 @@ CONNECT_TIMEOUT = 5.0
 def check(settings: BaseSettings, spider_args: dict[str, Any]) -> CrawlConfig:
     """Validate the contract and reach the database (and Redis); raise ConfigError."""
     config = CrawlConfig.from_settings(settings, start_id=spider_args.get("start_id"),
-                                       end_id=spider_args.get("end_id"))
+                                       end_id=spider_args.get("end_id"), ids=spider_args.get("ids"))
     refuse_jobdir(settings)
     # Read here too, before the downloader exists: refused while the crawler is
     # built, it would leave the download handler's connections open behind it.
     if rate_limit_enabled(settings):
         check_handlers(settings)
     ProxyConfig.from_settings(settings)
-    _check_database(config.database_url)
+    _check_database(config.database_url, config.id_type)
     if config.redis_url is not None:
         _check_redis(config.redis_url)
+        fresh = str(spider_args.get("fresh", "")).strip().lower() in FRESH_WORDS
+        if not fresh and not config.failed_only:
+            _check_shared_pass(config)
     return config
 
 
@@ -46,16 +53,21 @@ def refuse_jobdir(settings: BaseSettings) -> None:
                           "(in the database, or in Redis with REDIS_URL); run again without JOBDIR")
 
 
-def _check_database(url: str) -> None:
+def _check_database(url: str, id_type: str = "int") -> None:
     target = DatabaseTarget.from_url(url, connect_timeout=CONNECT_TIMEOUT)
     try:
         connection = target.connect()
-        # Reach it only: the pipeline creates the tables as the spider opens,
-        # whatever started the crawl, so that is done in one place.
+        # Reach it, and refuse ids the tables cannot hold: the pipeline creates and
+        # migrates the tables as the spider opens, whatever started the crawl, so that is done in one place.
         try:
-            connection.cursor().execute("SELECT 1")
+            cursor = connection.cursor()
+            cursor.execute("SELECT 1")
+            cursor.fetchall()
+            refuse_id_type(cursor, target.dialect, id_type)
         finally:
             connection.close()
+    except ConfigError:
+        raise
     except Exception as error:  # noqa: BLE001 - any driver error is a configuration problem here
         # A password with an unencoded / or # can still leave a host and database to try (the wrong ones).
         raise ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: "
@@ -78,6 +90,20 @@ def _check_redis(url: str) -> None:
     if in_cluster:
         raise ConfigError(f"REDIS_URL={mask_url(url)!r} is a node of a Redis Cluster: use "
                           "redis+cluster://host:port (rediss+cluster:// over TLS)")
+
+
+def _check_shared_pass(config: CrawlConfig) -> None:
+    """Refuse at once an id list the running shared pass is not over (the pass's OPEN script refuses it too)."""
+    assert config.redis_url is not None
+    ids = config.id_file or RangeIds(config.start_id, config.end_id)
+    client = redis_client(config.redis_url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT)
+    try:
+        pass_id, status, running = client.hmget(f"{{{config.redis_key_prefix}}}:products:pass",
+                                                ["id", "status", "ids"])
+    finally:
+        client.close()
+    if status == b"running" and refused((running or b"").decode(), ids.descriptor):
+        raise ConfigError(refusal(int(pass_id), (running or b"").decode(), ids))
 
 
 def _cluster_enabled(client: Any) -> bool:

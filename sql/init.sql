@@ -1,6 +1,6 @@
 CREATE TABLE IF NOT EXISTS products (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    product_id INT NOT NULL,
+    product_id BIGINT NOT NULL,
     name VARCHAR(255) NOT NULL,
     price DECIMAL(10,2) NULL,
     stock INT NULL,
@@ -19,7 +19,7 @@ CREATE TABLE IF NOT EXISTS products (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 
 CREATE TABLE IF NOT EXISTS crawl_failures (
-    product_id INT NOT NULL PRIMARY KEY,
+    product_id BIGINT NOT NULL PRIMARY KEY,
     outcome VARCHAR(16) NOT NULL,
     http_status SMALLINT NULL,
     reason VARCHAR(255) NOT NULL,
@@ -31,10 +31,13 @@ CREATE TABLE IF NOT EXISTS crawl_failures (
 
 CREATE TABLE IF NOT EXISTS crawl_passes (
     pass_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    start_id INT NOT NULL,
-    end_id INT NOT NULL,
+    start_id BIGINT NOT NULL,
+    end_id BIGINT NOT NULL,
     started_at DATETIME NOT NULL,
     finished_at DATETIME NULL,
+    ids_digest CHAR(64) NULL,
+    ids_count BIGINT NULL,
+    source_pass_id INT NULL,
     stored INT NULL,
     missing INT NULL,
     failed INT NULL,
@@ -47,7 +50,7 @@ CREATE TABLE IF NOT EXISTS crawl_passes (
 
 CREATE TABLE IF NOT EXISTS product_changes (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    product_id INT NOT NULL,
+    product_id BIGINT NOT NULL,
     pass_id INT NULL,
     changed_at DATETIME NOT NULL,
     field VARCHAR(64) NOT NULL,

@@ -23,7 +23,7 @@ BAD = [
     ({"PRODUCT_ID_START": "100", "PRODUCT_ID_END": "50"}, (), {}, ["PRODUCT_ID_START=100", "PRODUCT_ID_END=50"]),
     ({}, ("-a", "start_id=10", "-a", "end_id=5"), {}, ["start_id", "10", "end_id", "5", "greater than"]),
     # product_id is a 32-bit INT in both tables: a larger id could never be stored.
-    ({}, ("-a", "end_id=3000000000"), {}, ["end_id", "3000000000", "at most 2147483647"]),
+    ({}, ("-a", "end_id=9223372036854775808"), {}, ["end_id", "9223372036854775808", "at most 9223372036854775807"]),
     ({}, ("-a", "start_id=x"), {}, ["start_id", "'x'", "not an integer"]),
     ({"MAX_REQUESTS_PER_SECOND": "0"}, (), {}, ["MAX_REQUESTS_PER_SECOND", "'0'", "greater than 0"]),
     ({"MAX_REQUESTS_PER_SECOND": "-5"}, (), {}, ["MAX_REQUESTS_PER_SECOND", "'-5'"]),

@@ -55,7 +55,7 @@ def store(database: Database, crawl_pass: DatabasePass, stored: list[int], missi
 def lease_all(crawl_pass: DatabasePass) -> list[int]:
     ids = []
     while entries := on_reactor_loop(crawl_pass.lease(7)).entries:
-        ids += [entry.product_id for entry in entries]
+        ids += [entry.position for entry in entries]
     return ids
 
 

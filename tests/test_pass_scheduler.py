@@ -17,9 +17,10 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.test import get_crawler
 
 from productcrawler import stat_keys
+from productcrawler.ids import RangeIds
 from productcrawler.items import MISSING, FailureItem
 from productcrawler.passes.base import FINISHED, LOST, RUNNING, Entry, Lease
-from productcrawler.passes.scheduler import LEASE_BATCH, PassScheduler
+from productcrawler.passes.scheduler import LEASE_BATCH, POSITION, PassScheduler
 from productcrawler.retry.policy import RESEND_NOW, RETRY_DELAY_META
 from productcrawler.spiders.products import ProductsSpider
 from tests.helpers import on_reactor_loop
@@ -35,7 +36,8 @@ class PassInMemory:
     pass_id = 7
 
     def __init__(self, ids: list[int]) -> None:
-        self.ids = list(ids)
+        self.remaining = list(ids)
+        self.ids = RangeIds(1, 10**6)  # position p is id p
         self.total = len(ids)
         self.calls: list[tuple[str, Any]] = []
         self.pushed: list[tuple[Entry, float]] = []
@@ -59,7 +61,7 @@ class PassInMemory:
     async def lease(self, count: int) -> Lease:
         self.calls.append(("lease", count))
         self._maybe_fail()
-        taken, self.ids = self.ids[:count], self.ids[count:]
+        taken, self.remaining = self.remaining[:count], self.remaining[count:]
         return Lease([Entry(i) for i in taken], RUNNING if taken else self.status_when_empty)
 
     async def push(self, retries: list[tuple[Entry, float]]) -> None:
@@ -108,6 +110,13 @@ class IdleEngine:
         self.closed.append(reason)
 
 
+def leased_request(spider: ProductsSpider, product_id: int) -> Any:
+    """A request as the scheduler hands it out for position ``product_id`` (ids and positions are equal here)."""
+    request = spider.make_request(product_id)
+    request.meta[POSITION] = product_id
+    return request
+
+
 async def settle() -> None:
     for _ in range(5):
         await asyncio.sleep(0)
@@ -151,7 +160,7 @@ def test_ids_are_leased_ahead_and_become_the_spiders_requests_in_order(make_sche
 
 def test_a_retry_goes_back_to_the_pass_with_its_delay_and_count(make_scheduler):
     scheduler, crawl_pass, spider = make_scheduler([1, 2, 3])
-    request = spider.make_request(2)
+    request = leased_request(spider, 2)
     request.meta.update({"retry_times": 1, RETRY_DELAY_META: 1.5})
     assert scheduler.enqueue_request(request)
     assert scheduler.has_pending_requests()  # not idle until the pass has it
@@ -165,7 +174,7 @@ def test_a_burst_of_retries_goes_back_to_the_pass_in_one_call(make_scheduler):
     # A 503 storm: each call to a shared pass is a round trip to Redis.
     scheduler, crawl_pass, spider = make_scheduler(list(range(1, 101)))
     for product_id in range(1, 65):
-        request = spider.make_request(product_id)
+        request = leased_request(spider, product_id)
         request.meta.update({"retry_times": 1, RETRY_DELAY_META: product_id / 10})
         scheduler.enqueue_request(request)
     on_reactor_loop(settle())
@@ -176,7 +185,7 @@ def test_a_burst_of_retries_goes_back_to_the_pass_in_one_call(make_scheduler):
 
 def test_a_proxy_resend_stays_here_and_is_sent_next(make_scheduler):
     scheduler, crawl_pass, spider = make_scheduler([1, 2, 3])
-    request = spider.make_request(3)
+    request = leased_request(spider, 3)
     request.meta[RESEND_NOW] = True
     scheduler.enqueue_request(request)
     assert scheduler.next_request() is request
@@ -186,6 +195,7 @@ def test_a_proxy_resend_stays_here_and_is_sent_next(make_scheduler):
 
 def test_committed_outcomes_are_acknowledged_in_one_call_per_batch(make_scheduler):
     scheduler, crawl_pass, _ = make_scheduler([1, 2, 3])
+    assert [scheduler.next_request().meta["product_id"] for _ in range(3)] == [1, 2, 3]
     outcomes = [FailureItem(i, MISSING, 404, "not_found", 1) for i in (1, 2, 3)]
     scheduler._committed([], outcomes)
     on_reactor_loop(settle())
@@ -217,7 +227,7 @@ def test_a_lost_pass_stops_the_crawl_and_is_never_called_complete(make_scheduler
 
 def test_a_store_away_is_logged_once_and_the_next_poll_tries_again(make_scheduler, caplog):
     scheduler, crawl_pass, _ = make_scheduler([])
-    crawl_pass.ids = [5, 6]
+    crawl_pass.remaining = [5, 6]
     crawl_pass.unavailable = 3
     with caplog.at_level(logging.INFO, logger="productcrawler.passes"):
         assert scheduler.next_request() is None
@@ -232,9 +242,11 @@ def test_a_store_away_is_logged_once_and_the_next_poll_tries_again(make_schedule
 
 def test_close_acknowledges_and_pushes_what_is_left_then_closes_the_pass(make_scheduler):
     scheduler, crawl_pass, spider = make_scheduler([1, 2])
+    assert scheduler.next_request().meta["product_id"] == 1
+    on_reactor_loop(settle())
     crawl_pass.unavailable = 2  # the acknowledgement and the push fail while running
     scheduler._committed([], [FailureItem(1, MISSING, 404, "not_found", 1)])
-    retry = spider.make_request(2)
+    retry = leased_request(spider, 2)
     retry.meta[RETRY_DELAY_META] = 3.0
     scheduler.enqueue_request(retry)
     on_reactor_loop(settle())

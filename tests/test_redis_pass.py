@@ -9,6 +9,7 @@ import pytest
 import redis
 import redis.asyncio
 
+from productcrawler.ids import RangeIds
 from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
 from productcrawler.passes.redis_pass import FINISHED_TTL, RedisPass
@@ -34,9 +35,10 @@ def run(scenario: Callable[[redis.asyncio.Redis], Awaitable[None]]) -> None:
 
 def test_reading_the_state_does_not_move_an_instance_onto_a_newer_pass(redis_prefix):
     async def scenario(client):
-        first = RedisPass(client, redis_prefix, 1, 100)
+        first = RedisPass(client, redis_prefix, RangeIds(1, 100))
         await first.open(fresh=False)
-        await RedisPass(client, redis_prefix, 1, 100, instance="other").open(fresh=True)  # another instance replaces it
+        # another instance replaces it
+        await RedisPass(client, redis_prefix, RangeIds(1, 100), instance="other").open(fresh=True)
         state = await first.state()
         assert state is not None and state.pass_id == 2  # what Redis has now...
         assert first.pass_id == 1  # ...but this instance still works on (and stops with) its own
@@ -48,10 +50,10 @@ def test_reading_the_state_does_not_move_an_instance_onto_a_newer_pass(redis_pre
 
 def test_the_acknowledgement_that_finishes_a_pass_gives_its_keys_a_ttl(redis_prefix):
     async def scenario(client):
-        redis_pass = RedisPass(client, redis_prefix, 1, 3)
+        redis_pass = RedisPass(client, redis_prefix, RangeIds(1, 3))
         await redis_pass.open(fresh=False)
         lease = await redis_pass.lease(10)
-        assert [entry.product_id for entry in lease.entries] == [1, 2, 3]
+        assert [entry.position for entry in lease.entries] == [1, 2, 3]
         assert await redis_pass.acknowledge([1, 2]) == RUNNING
         await redis_pass.push([(Entry(3, 1), 60)])  # a retry waiting, then done by a duplicate fetch
         assert await redis_pass.acknowledge([3]) == FINISHED
@@ -66,29 +68,29 @@ def test_the_acknowledgement_that_finishes_a_pass_gives_its_keys_a_ttl(redis_pre
 
 def test_a_retry_is_leased_again_only_once_due_and_with_its_retry_count(redis_prefix):
     async def scenario(client):
-        redis_pass = RedisPass(client, redis_prefix, 1, 2)
+        redis_pass = RedisPass(client, redis_prefix, RangeIds(1, 2))
         await redis_pass.open(fresh=False)
         first, second = (await redis_pass.lease(2)).entries
-        await redis_pass.push([(Entry(first.product_id, 1), 0.3), (Entry(second.product_id, 2), 0.0)])
-        assert (await redis_pass.lease(10)).entries == [Entry(second.product_id, 2)]
+        await redis_pass.push([(Entry(first.position, 1), 0.3), (Entry(second.position, 2), 0.0)])
+        assert (await redis_pass.lease(10)).entries == [Entry(second.position, 2)]
         assert (await redis_pass.lease(10)).entries == []  # the other is not due yet
         await asyncio.sleep(0.35)
-        assert (await redis_pass.lease(10)).entries == [Entry(first.product_id, 1)]
+        assert (await redis_pass.lease(10)).entries == [Entry(first.position, 1)]
 
     run(scenario)
 
 
 def test_a_dead_instances_leases_are_recovered_by_a_live_one(redis_prefix):
     async def scenario(client):
-        dead = RedisPass(client, redis_prefix, 1, 10, instance="dead")
+        dead = RedisPass(client, redis_prefix, RangeIds(1, 10), instance="dead")
         await dead.open(fresh=False)
-        taken = [entry.product_id for entry in (await dead.lease(4)).entries]
+        taken = [entry.position for entry in (await dead.lease(4)).entries]
         await client.delete(dead.heartbeat_key())  # killed: its heartbeat expired
-        alive = RedisPass(client, redis_prefix, 1, 10, instance="alive")
+        alive = RedisPass(client, redis_prefix, RangeIds(1, 10), instance="alive")
         await alive.open(fresh=False)
         status, recovered = await alive.beat({})
         assert (status, recovered) == (RUNNING, 4)
-        assert [entry.product_id for entry in (await alive.lease(4)).entries] == taken
+        assert [entry.position for entry in (await alive.lease(4)).entries] == taken
 
     run(scenario)
 
@@ -96,7 +98,7 @@ def test_a_dead_instances_leases_are_recovered_by_a_live_one(redis_prefix):
 @pytest.mark.parametrize("ttl", [2.5, 10.0])
 def test_the_heartbeat_lasts_the_instances_ttl(redis_prefix, ttl):
     async def scenario(client):
-        instance = RedisPass(client, redis_prefix, 1, 10, instance="short", heartbeat_ttl=ttl)
+        instance = RedisPass(client, redis_prefix, RangeIds(1, 10), instance="short", heartbeat_ttl=ttl)
         await instance.open(fresh=False)
         await instance.beat({})
         assert ttl * 1000 - 500 < await client.pttl(instance.heartbeat_key()) <= ttl * 1000
@@ -115,17 +117,17 @@ def test_the_crawls_pass_gets_redis_heartbeat_ttl():
 
 def test_a_fresh_pass_replacing_one_with_no_live_instance_leaves_no_key_without_ttl(redis_prefix):
     async def scenario(client):
-        dead = RedisPass(client, redis_prefix, 1, 100, instance="dead")
+        dead = RedisPass(client, redis_prefix, RangeIds(1, 100), instance="dead")
         await dead.open(fresh=False)
         entries = (await dead.lease(5)).entries
-        await dead.push([(Entry(entries[0].product_id, 1), 60)])  # a retry waiting
-        await dead.push([(Entry(entries[1].product_id, 1), 0)])  # a retry due
-        await dead.acknowledge([entries[2].product_id])
+        await dead.push([(Entry(entries[0].position, 1), 60)])  # a retry waiting
+        await dead.push([(Entry(entries[1].position, 1), 0)])  # a retry due
+        await dead.acknowledge([entries[2].position])
         await client.delete(dead.heartbeat_key())  # killed: its leases are still in Redis
         old_keys = [key async for key in client.scan_iter(f"{{{redis_prefix}}}:products:pass:1:*")]
         assert len(old_keys) >= 5  # queue, delayed, done, done_count, instances, inflight
 
-        fresh = RedisPass(client, redis_prefix, 1, 100, instance="fresh")
+        fresh = RedisPass(client, redis_prefix, RangeIds(1, 100), instance="fresh")
         await fresh.open(fresh=True)
         assert fresh.pass_id == 2
         for key in old_keys:
@@ -136,11 +138,11 @@ def test_a_fresh_pass_replacing_one_with_no_live_instance_leaves_no_key_without_
 
 def test_instances_given_fresh_together_start_one_pass(redis_prefix):
     async def scenario(client):
-        finished = RedisPass(client, redis_prefix, 1, 50)
+        finished = RedisPass(client, redis_prefix, RangeIds(1, 50))
         await finished.open(fresh=False)
-        await finished.acknowledge([e.product_id for e in (await finished.lease(50)).entries])
+        await finished.acknowledge([e.position for e in (await finished.lease(50)).entries])
         clients = [redis.asyncio.Redis.from_url(REDIS_URL) for _ in range(3)]
-        instances = [RedisPass(c, redis_prefix, 1, 50, instance=f"i{n}") for n, c in enumerate(clients)]
+        instances = [RedisPass(c, redis_prefix, RangeIds(1, 50), instance=f"i{n}") for n, c in enumerate(clients)]
         await asyncio.gather(*(instance.open(fresh=True) for instance in instances))
         assert [instance.pass_id for instance in instances] == [2, 2, 2]
         for c in clients:
@@ -151,7 +153,7 @@ def test_instances_given_fresh_together_start_one_pass(redis_prefix):
 
 def test_a_pass_whose_keys_vanished_is_lost_not_finished(redis_prefix):
     async def scenario(client):
-        redis_pass = RedisPass(client, redis_prefix, 1, 100)
+        redis_pass = RedisPass(client, redis_prefix, RangeIds(1, 100))
         await redis_pass.open(fresh=False)
         await redis_pass.lease(10)
         sync = redis.Redis.from_url(REDIS_URL)
@@ -161,7 +163,7 @@ def test_a_pass_whose_keys_vanished_is_lost_not_finished(redis_prefix):
         assert await redis_pass.acknowledge([1, 2]) == RUNNING  # not counted: the next look says lost
         # A new pass that happens to get the same id is still not ours: our late acknowledgement,
         # retry and lease must not touch it (before pass tokens, these ids finished it).
-        new = RedisPass(client, redis_prefix, 1, 5, instance="new")
+        new = RedisPass(client, redis_prefix, RangeIds(1, 5), instance="new")
         await new.open(fresh=False)
         assert new.pass_id == redis_pass.pass_id == 1
         assert await redis_pass.status() == LOST
@@ -169,7 +171,7 @@ def test_a_pass_whose_keys_vanished_is_lost_not_finished(redis_prefix):
         await redis_pass.push([(Entry(3, 1), 0.0)])
         assert (await redis_pass.lease(10)).entries == []
         assert await new.done_count() == 0 and await new.status() == RUNNING
-        assert [e.product_id for e in (await new.lease(10)).entries] == [1, 2, 3, 4, 5]
+        assert [e.position for e in (await new.lease(10)).entries] == [1, 2, 3, 4, 5]
         sync.close()
 
     run(scenario)
@@ -193,17 +195,17 @@ async def hold(redis_pass: RedisPass, count: int) -> list[int]:
     """Lease ``count`` ids as the crawl does, in calls of a few each (a thousand here, to be quick)."""
     held: list[int] = []
     while len(held) < count:
-        held += [entry.product_id for entry in (await redis_pass.lease(min(1000, count - len(held)))).entries]
+        held += [entry.position for entry in (await redis_pass.lease(min(1000, count - len(held)))).entries]
     return held
 
 
 def test_a_dead_instance_holding_more_leases_than_lua_can_unpack_has_them_all_recovered(redis_prefix):
     async def scenario(client):
-        dead = RedisPass(client, redis_prefix, 1, MANY, instance="dead")
+        dead = RedisPass(client, redis_prefix, RangeIds(1, MANY), instance="dead")
         await dead.open(fresh=False)
         taken = await hold(dead, MANY)
         await client.delete(dead.heartbeat_key())  # killed: its heartbeat expired
-        alive = RedisPass(client, redis_prefix, 1, MANY, instance="alive")
+        alive = RedisPass(client, redis_prefix, RangeIds(1, MANY), instance="alive")
         await alive.open(fresh=False)
         assert await alive.beat({}) == (RUNNING, MANY)
         assert sorted(await hold(alive, MANY)) == taken
@@ -214,11 +216,11 @@ def test_a_dead_instance_holding_more_leases_than_lua_can_unpack_has_them_all_re
 
 def test_an_instance_closing_with_more_leases_than_lua_can_unpack_gives_them_all_back(redis_prefix):
     async def scenario(client):
-        leaving = RedisPass(client, redis_prefix, 1, MANY, instance="leaving")
+        leaving = RedisPass(client, redis_prefix, RangeIds(1, MANY), instance="leaving")
         await leaving.open(fresh=False)
         taken = await hold(leaving, MANY)
         assert await leaving.close("shutdown", lost=False) is False
-        staying = RedisPass(client, redis_prefix, 1, MANY, instance="staying")
+        staying = RedisPass(client, redis_prefix, RangeIds(1, MANY), instance="staying")
         await staying.open(fresh=False)
         assert sorted(await hold(staying, MANY)) == taken
         assert not await client.exists(leaving.inflight_key)
@@ -228,7 +230,7 @@ def test_an_instance_closing_with_more_leases_than_lua_can_unpack_gives_them_all
 
 def test_an_acknowledgement_of_more_ids_than_lua_can_unpack_counts_them_all(redis_prefix):
     async def scenario(client):
-        redis_pass = RedisPass(client, redis_prefix, 1, MANY)
+        redis_pass = RedisPass(client, redis_prefix, RangeIds(1, MANY))
         await redis_pass.open(fresh=False)
         taken = await hold(redis_pass, MANY)
         assert await redis_pass.acknowledge(taken) == FINISHED  # say, Redis was away for a while
@@ -240,10 +242,10 @@ def test_an_acknowledgement_of_more_ids_than_lua_can_unpack_counts_them_all(redi
 
 def test_a_lease_of_more_ids_than_lua_can_unpack_records_them_all(redis_prefix):
     async def scenario(client):
-        redis_pass = RedisPass(client, redis_prefix, 1, MANY)
+        redis_pass = RedisPass(client, redis_prefix, RangeIds(1, MANY))
         await redis_pass.open(fresh=False)
         entries = (await redis_pass.lease(MANY)).entries
-        assert [entry.product_id for entry in entries] == list(range(1, MANY + 1))
+        assert [entry.position for entry in entries] == list(range(1, MANY + 1))
         assert await client.hlen(redis_pass.inflight_key) == MANY
 
     run(scenario)
@@ -251,7 +253,7 @@ def test_a_lease_of_more_ids_than_lua_can_unpack_records_them_all(redis_prefix):
 
 def test_more_retries_than_lua_can_unpack_are_leased_again_in_one_call(redis_prefix):
     async def scenario(client):
-        redis_pass = RedisPass(client, redis_prefix, 1, MANY)
+        redis_pass = RedisPass(client, redis_prefix, RangeIds(1, MANY))
         await redis_pass.open(fresh=False)
         taken = await hold(redis_pass, MANY)
         retries = [Entry(product_id, 2) for product_id in taken[:10_000]]
@@ -288,7 +290,8 @@ STORM_DELAYS = [0.0] * 100 + [0.3] * 200 + [0.8] * 200
 
 def test_a_burst_of_retries_is_one_round_trip_and_each_comes_back_once_its_delay_is_over(redis_prefix):
     async def scenario(client):
-        redis_pass = RedisPass(client, redis_prefix, 1, len(STORM_DELAYS))  # leases hand out nothing but retries
+        # leases hand out nothing but retries
+        redis_pass = RedisPass(client, redis_prefix, RangeIds(1, len(STORM_DELAYS)))
         await redis_pass.open(fresh=False)
         taken = await hold(redis_pass, len(STORM_DELAYS))
         retries = [(Entry(product_id, 1 + n % 3), delay)
@@ -325,7 +328,7 @@ def test_a_burst_of_retries_is_one_round_trip_and_each_comes_back_once_its_delay
 
 def test_a_burst_of_retries_for_a_pass_that_is_no_longer_ours_pushes_nothing(redis_prefix):
     async def scenario(client):
-        redis_pass = RedisPass(client, redis_prefix, 1, len(STORM_DELAYS))
+        redis_pass = RedisPass(client, redis_prefix, RangeIds(1, len(STORM_DELAYS)))
         await redis_pass.open(fresh=False)
         taken = await hold(redis_pass, len(STORM_DELAYS))
         await client.hset(redis_pass.pass_key, "token", "another")  # Redis lost it; a new pass has its id
@@ -339,7 +342,7 @@ def test_a_burst_of_retries_for_a_pass_that_is_no_longer_ours_pushes_nothing(red
 
 def test_more_delayed_retries_than_lua_can_unpack_all_wait_in_one_call(redis_prefix):
     async def scenario(client):
-        redis_pass = RedisPass(client, redis_prefix, 1, MANY)
+        redis_pass = RedisPass(client, redis_prefix, RangeIds(1, MANY))
         await redis_pass.open(fresh=False)
         taken = await hold(redis_pass, MANY)
         await redis_pass.push([(Entry(product_id, 1), 60.0) for product_id in taken[:10_000]])

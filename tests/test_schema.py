@@ -22,7 +22,7 @@ def test_init_sql_creates_the_seed_schema(mysql_url):
     columns = {r[0]: r[1] for r in mysql_query(mysql_url, "SELECT column_name, column_type FROM "
                                                           "information_schema.columns WHERE table_schema = "
                                                           "DATABASE() AND table_name = 'products'")}
-    assert columns["product_id"] == "int(11)" and columns["name"] == "varchar(255)"
+    assert columns["product_id"] == "bigint(20)" and columns["name"] == "varchar(255)"
     assert columns["price"] == "decimal(10,2)" and columns["rating"] == "decimal(3,2)"
     assert columns["update_time"] == "datetime" and "created_at" in columns
     indexes = {r[0] for r in mysql_query(mysql_url, "SELECT index_name FROM information_schema.statistics "

@@ -32,8 +32,8 @@ class Items(Spider):
             yield ProductItem(i, f"product {i}", Decimal("1e12") if i == 5 else Decimal("9.99"), 1,
                               None, None, None, None, utcnow())
         yield FailureItem(11, FAILED, 503, "http_503", 4)
-        # Out of INT's range: not even its failure row can be stored.
-        yield FailureItem(3_000_000_000, FAILED, 503, "http_503", 4)
+        # Out of BIGINT's range: not even its failure row can be stored.
+        yield FailureItem(10**19, FAILED, 503, "http_503", 4)
 
 settings = get_project_settings()
 settings.set("DATABASE_URL", sys.argv[1], priority="cmdline")
@@ -58,7 +58,7 @@ def test_a_row_the_database_rejects_is_recorded_and_the_rest_of_its_batch_stored
         "productcrawler/failed_reason/db_rejected": 1, "productcrawler/failed_reason/http_503": 1}
     assert "rejected the row of product 5" in result.stderr
     # Rejected twice (its row, then its failure row), then dropped: the crawl ends instead of retrying forever.
-    assert result.stderr.count("rejected the row of product 3000000000") == 2
+    assert result.stderr.count(f"rejected the row of product {10**19}") == 2
 
 
 def test_write_batches_are_full_at_a_high_rate(clean_arrival_server, mysql_url):

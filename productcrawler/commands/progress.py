@@ -15,7 +15,7 @@ from redis.exceptions import RedisClusterException, RedisError
 from scrapy.commands import ScrapyCommand
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
-from productcrawler.passes.database_sql import as_datetime, done_count, outcome_counts
+from productcrawler.passes.database_sql import as_datetime, outcome_counts
 from productcrawler.passes.redis_pass import RedisPass
 from productcrawler.preflight import describe
 from productcrawler.redis_connection import async_redis_client
@@ -57,7 +57,7 @@ async def _read_redis(config: CrawlConfig) -> list[str]:
     assert config.redis_url is not None
     client = async_redis_client(config.redis_url)
     try:
-        redis_pass = RedisPass(client, config.redis_key_prefix, config.start_id, config.end_id)
+        redis_pass = RedisPass(client, config.redis_key_prefix, None)
         state = await redis_pass.state()
         instances = await redis_pass.instances()
     finally:
@@ -66,7 +66,7 @@ async def _read_redis(config: CrawlConfig) -> list[str]:
         return ["No pass has started yet."]
     percent = 100.0 * state.done / state.total
     lines = [f"Pass {state.pass_id} ({state.status}): {state.done}/{state.total} ids done ({percent:.1f} %), "
-             f"ids {state.start_id}..{state.end_id}; {state.queued} queued, {state.delayed} retries waiting, "
+             f"{_id_list(state.ids)}; {state.queued} queued, {state.delayed} retries waiting, "
              f"{max(state.end_id - state.cursor + 1, 0)} not handed out yet"]
     total_rate = sum(float(beat.get("rate") or 0) for beat in instances.values())
     if total_rate > 0 and state.status == "running":
@@ -80,6 +80,15 @@ async def _read_redis(config: CrawlConfig) -> list[str]:
     return lines
 
 
+def _id_list(descriptor: str) -> str:
+    """A shared pass's id list (``range:START-END`` or ``file:SHA256:COUNT``) for the progress line."""
+    kind, _, rest = descriptor.partition(":")
+    if kind == "file":
+        digest, _, count = rest.partition(":")
+        return f"a file of {count} ids (SHA-256 {digest[:16]})"
+    return f"ids {rest.replace('-', '..')}" if kind == "range" else "ids"
+
+
 def _from_database(config: CrawlConfig) -> list[str]:
     target = DatabaseTarget.from_url(config.database_url)
     try:
@@ -90,21 +99,24 @@ def _from_database(config: CrawlConfig) -> list[str]:
     try:
         cursor = connection.cursor()
         try:
-            cursor.execute("SELECT pass_id, start_id, end_id, started_at, finished_at FROM crawl_passes "
-                           "ORDER BY pass_id DESC LIMIT 1")
+            cursor.execute("SELECT pass_id, start_id, end_id, started_at, finished_at, ids_digest, ids_count "
+                           "FROM crawl_passes ORDER BY pass_id DESC LIMIT 1")
         except Exception:  # noqa: BLE001 - no tables yet
             return ["No pass has started yet."]
         row = cursor.fetchone()
         if row is None:
             return ["No pass has started yet."]
-        pass_id, start_id, end_id, started_at, finished_at = row
+        pass_id, start_id, end_id, started_at, finished_at, digest, count = row
         started = as_datetime(started_at)
-        done = done_count(cursor, target.dialect, start_id, end_id, pass_id)
-        counts = outcome_counts(cursor, target.dialect, start_id, end_id, pass_id)
+        first, last = (None, None) if digest else (start_id, end_id)
+        counts = outcome_counts(cursor, target.dialect, first, last, pass_id)
+        # Each id has one current outcome row: the counts add up to the ids done.
+        done = sum(counts.values())
     finally:
         connection.close()
-    total = end_id - start_id + 1
+    total = int(count) if digest else end_id - start_id + 1
+    described = f"a file of {count} ids (SHA-256 {digest[:16]})" if digest else f"ids {start_id}..{end_id}"
     status = f"finished {finished_at}" if finished_at else "running or interrupted"
     return [f"Pass {pass_id} ({status}): {done}/{total} ids done ({100.0 * done / total:.1f} %), "
-            f"ids {start_id}..{end_id}, started {started} UTC; {counts['stored']} stored, "
+            f"{described}, started {started} UTC; {counts['stored']} stored, "
             f"{counts['missing']} missing, {counts['failed']} failed"]

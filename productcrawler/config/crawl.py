@@ -32,6 +32,7 @@ from productcrawler.config.values import (
     shown,
     text,
 )
+from productcrawler.ids.idfile import MAX_INT_ID, IdFile, IdFileError, scanned
 from productcrawler.payload import PayloadShape
 
 if TYPE_CHECKING:
@@ -40,8 +41,14 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-#: The tables' product_id is a signed 32-bit INT: a larger id could not be stored.
-MAX_PRODUCT_ID = 2**31 - 1
+#: The tables' product_id is a signed BIGINT: a larger id could not be stored.
+MAX_PRODUCT_ID = MAX_INT_ID
+#: The most ids a range spans: a pass keeps one bit per id, and Redis's bitmaps end at 2**32 bits.
+MAX_RANGE_IDS = 2**32
+#: PRODUCT_ID_TYPE's values.
+ID_TYPES = ("int", "string")
+#: PRODUCT_IDS's value that asks for the ids recorded failed in the latest pass.
+FAILED_IDS = "failed"
 #: GUARD_FIELD_DRIFT's smallest sample (but 0, off): see extensions/field_drift.py for why.
 FIELD_DRIFT_MIN_SAMPLE = 20
 #: REDIS_HEARTBEAT_TTL's upper bound, seconds (a day).
@@ -129,6 +136,12 @@ class CrawlConfig:
     api_timeout: float
     start_id: int
     end_id: int
+    #: "int" or "string" (PRODUCT_ID_TYPE).
+    id_type: str
+    #: PRODUCT_IDS=@path (or -a ids=@path), scanned: the pass runs over its ids instead of the range.
+    id_file: IdFile | None
+    #: PRODUCT_IDS=failed (or -a ids=failed): the ids recorded failed in the latest pass.
+    failed_only: bool
     max_requests_per_second: float
     rate_limit_burst: float
     max_retries: int
@@ -166,8 +179,8 @@ class CrawlConfig:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,
-                      end_id: Any = None) -> CrawlConfig:
-        """Parse and validate the contract; spider args ``start_id``/``end_id`` win.
+                      end_id: Any = None, ids: Any = None) -> CrawlConfig:
+        """Parse and validate the contract; spider args ``start_id``/``end_id``/``ids`` win.
 
         A plain mapping (a benchmark's or a test's few names) counts as
         project settings.
@@ -187,6 +200,14 @@ class CrawlConfig:
                      maximum=MAX_PRODUCT_ID)
         if start > end:
             raise ConfigError(f"{start_name}={start} is greater than {end_name}={end}")
+        if end - start + 1 > MAX_RANGE_IDS:
+            raise ConfigError(f"{start_name}={start} to {end_name}={end} spans {end - start + 1} ids; a pass "
+                              f"spans at most {MAX_RANGE_IDS} (list sparse ids in a file: PRODUCT_IDS=@path)")
+        id_type = str(get("PRODUCT_ID_TYPE")).strip().lower()
+        if id_type not in ID_TYPES:
+            raise ConfigError(f"PRODUCT_ID_TYPE={get('PRODUCT_ID_TYPE')!r}: expected int or string")
+        id_file, failed_only = _id_list(get, ids, given_range=start_id is not None or end_id is not None,
+                                        id_type=id_type)
 
         rate = number("MAX_REQUESTS_PER_SECOND", get("MAX_REQUESTS_PER_SECOND"), float, above=0)
         burst_raw = get("RATE_LIMIT_BURST")
@@ -227,6 +248,9 @@ class CrawlConfig:
             api_timeout=api_timeout(settings),
             start_id=start,
             end_id=end,
+            id_type=id_type,
+            id_file=id_file,
+            failed_only=failed_only,
             max_requests_per_second=rate,
             rate_limit_burst=burst,
             max_retries=max_retries(settings),
@@ -294,14 +318,34 @@ class CrawlConfig:
 _ATTRIBUTE = "_productcrawler_config"
 
 
-def crawl_config(crawler: Crawler, *, start_id: Any = None, end_id: Any = None) -> CrawlConfig:
+def _id_list(get: Callable[[str], Any], ids: Any, *, given_range: bool,
+             id_type: str) -> tuple[IdFile | None, bool]:
+    """PRODUCT_IDS (or the spider argument ``ids``): (the scanned id file, or None; failed ids only)."""
+    if ids is not None and given_range:
+        raise ConfigError("the spider arguments ids and start_id/end_id are both given; give one of them")
+    name = "ids (spider argument)" if ids is not None else "PRODUCT_IDS"
+    raw = text(ids if ids is not None else (None if given_range else get("PRODUCT_IDS")))
+    if raw is None:
+        return None, False
+    if raw.lower() == FAILED_IDS:
+        return None, True
+    if not raw.startswith("@") or not raw[1:].strip():
+        raise ConfigError(f"{name}={raw!r}: expected @path (a file, one id a line) or failed")
+    path = raw[1:].strip()
+    try:
+        return scanned(path, id_type), False
+    except IdFileError as error:
+        raise ConfigError(f"{name}={raw!r}: {path}: {error}") from None
+
+
+def crawl_config(crawler: Crawler, *, start_id: Any = None, end_id: Any = None, ids: Any = None) -> CrawlConfig:
     """The crawler's configuration, parsed and validated once and shared by every component.
 
-    The spider is built first and passes its ``start_id``/``end_id`` arguments;
-    every component built after it gets the same object.
+    The spider is built first and passes its ``start_id``/``end_id``/``ids``
+    arguments; every component built after it gets the same object.
     """
     config = getattr(crawler, _ATTRIBUTE, None)
-    if config is None or start_id is not None or end_id is not None:
-        config = CrawlConfig.from_settings(crawler.settings, start_id=start_id, end_id=end_id)
+    if config is None or start_id is not None or end_id is not None or ids is not None:
+        config = CrawlConfig.from_settings(crawler.settings, start_id=start_id, end_id=end_id, ids=ids)
         setattr(crawler, _ATTRIBUTE, config)
     return config

@@ -31,6 +31,10 @@ DEFAULTS: dict[str, Any] = {
     "API_TIMEOUT": 30.0,
     "PRODUCT_ID_START": 1,
     "PRODUCT_ID_END": 50_000,
+    # Ids other than the range: "@path" (a file, one id a line) or "failed" (docs/ids.md).
+    "PRODUCT_IDS": None,
+    # "int" (64-bit) or "string" (SKUs of up to 64 characters).
+    "PRODUCT_ID_TYPE": "int",
     "MAX_REQUESTS_PER_SECOND": 500.0,
     "RATE_LIMIT_BURST": None,  # None: derived from the rate, see burst_for_rate()
     "MAX_RETRIES": 3,

@@ -63,6 +63,15 @@ REFERENCE: tuple[Setting, ...] = (
     Setting(('PRODUCT_ID_START', 'PRODUCT_ID_END'), 'ids', 'id',
             'inclusive id range; spider args `-a start_id= -a end_id=` override',
             default='1, 50000'),
+    Setting(('PRODUCT_IDS',), 'ids', '`@path` or `failed`',
+            'ids that are not a dense range, instead of it: `@path` (a file, one id a line, streamed) or '
+            '`failed` (the ids recorded failed in the latest pass); spider arg `-a ids=` overrides; see '
+            '[Ids](ids.md)',
+            default='unset: the range'),
+    Setting(('PRODUCT_ID_TYPE',), 'ids', '`int` or `string`',
+            '`int` (64-bit, `BIGINT` columns) or `string` (SKUs of up to 64 characters, `VARCHAR(64)`); '
+            'tables of earlier versions are migrated on the first run (see [Ids](ids.md))',
+            default='`int`'),
     Setting(('MAX_REQUESTS_PER_SECOND',), 'rate', 'number > 0',
             'global cap on requests sent, retries included, across all instances sharing a Redis',
             default='500'),

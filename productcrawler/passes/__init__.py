@@ -1,4 +1,4 @@
-"""Passes: one sweep over the id range, which ids it still owes, and when it is complete.
+"""Passes: one sweep over the id list (a range or a file), which ids it still owes, and when it is complete.
 
 ``base.py`` is the interface, ``scheduler.py`` its one driver; ``database.py``
 (one process: the database is the ledger) and ``redis_pass.py`` (any number
@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scrapy.utils.defer import maybe_deferred_to_future
+
 from productcrawler.config import crawl_config
+from productcrawler.ids import RangeIds
+from productcrawler.ids.failed import failed_snapshot
 from productcrawler.passes.database import DatabasePass
 from productcrawler.passes.record import SharedPassRecord
 from productcrawler.passes.redis_pass import RedisPass
@@ -20,6 +24,7 @@ from productcrawler.storage import database_for
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from productcrawler.ids.failed import FailedIds
     from productcrawler.passes.base import Pass
 
 _ATTRIBUTE = "_productcrawler_pass"
@@ -33,9 +38,18 @@ def pass_for(crawler: Crawler) -> Pass:
         if config.redis_url is None:
             crawl_pass = DatabasePass(database_for(crawler), config)
         else:
+            read_failed = None
+            if config.failed_only:
+                database = database_for(crawler)
+
+                async def read_failed() -> FailedIds:
+                    await database.ensure_schema()
+                    return await maybe_deferred_to_future(database.run(failed_snapshot, config.id_type))
+
+            ids = None if config.failed_only else (config.id_file or RangeIds(config.start_id, config.end_id))
             record = SharedPassRecord(database_for(crawler), tracking=bool(config.track_changes))
-            crawl_pass = RedisPass(async_redis_client(config.redis_url), config.redis_key_prefix,
-                                   config.start_id, config.end_id, heartbeat_ttl=config.redis_heartbeat_ttl,
+            crawl_pass = RedisPass(async_redis_client(config.redis_url), config.redis_key_prefix, ids,
+                                   heartbeat_ttl=config.redis_heartbeat_ttl, read_failed=read_failed,
                                    record=record)
         setattr(crawler, _ATTRIBUTE, crawl_pass)
     return crawl_pass

@@ -1,6 +1,10 @@
 """What a pass is to the scheduler: the one interface both implementations have.
 
-A pass is one sweep over the id range. The scheduler (``scheduler.py``) is
+A pass is one sweep over an id list: a range, or a file of ids
+(``productcrawler/ids``). It runs over the list's positions 1..N (for a
+range, position p is id start + p - 1) and its ``ids`` source says which id
+is at each: leases, retries, bitmaps and acknowledgements are of positions,
+requests and rows of ids. The scheduler (``scheduler.py``) is
 its only driver: it opens the pass, leases ids in small batches and turns
 them into requests, gives ids back for another attempt (``push``, with the
 retry's delay), acknowledges ids whose outcome the database has committed,
@@ -20,7 +24,10 @@ the reactor's asyncio loop; none blocks it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from productcrawler.ids import IdSource
 
 #: What ``lease`` says of a pass that had nothing to hand out right now.
 #: RUNNING: more may come (retries waiting, ids leased by other instances);
@@ -31,19 +38,19 @@ RUNNING, FINISHED, REPLACED, LOST = "running", "finished", "replaced", "lost"
 
 @dataclass(frozen=True)
 class Entry:
-    """An id to fetch, and how many retries it has had (Scrapy's ``retry_times``)."""
+    """A position of the pass to fetch, and how many retries its id has had (Scrapy's ``retry_times``)."""
 
-    product_id: int
+    position: int
     retry_times: int = 0
 
     def encode(self) -> str:
-        return f"{self.product_id}:{self.retry_times}"
+        return f"{self.position}:{self.retry_times}"
 
     @classmethod
     def decode(cls, raw: bytes | str) -> Entry:
         text = raw.decode() if isinstance(raw, bytes) else raw
-        product_id, retry_times = text.split(":", 1)
-        return cls(int(product_id), int(retry_times))
+        position, retry_times = text.split(":", 1)
+        return cls(int(position), int(retry_times))
 
 
 @dataclass(frozen=True)
@@ -54,8 +61,10 @@ class Lease:
 
 
 class Pass(Protocol):
-    #: Ids in the pass's range.
+    #: Positions in the pass (ids of its list, duplicates included).
     total: int
+    #: Which id is at each position (known once the pass is open: ``failed`` ids are read then).
+    ids: IdSource
     #: Seconds between looks at a pass that had nothing to hand out.
     poll_interval: float
     #: The errors that mean "the store is away for now" (retried by the next
@@ -78,16 +87,16 @@ class Pass(Protocol):
         """This process's name in a shared pass (None for a pass of one process)."""
 
     async def open(self, *, fresh: bool) -> str:
-        """Join or resume the pass over the range, or start one; returns a line saying which."""
+        """Join or resume the pass over the id list, or start one; returns a line saying which."""
 
     async def lease(self, count: int) -> Lease:
-        """Up to ``count`` ids to fetch now: due retries first, then ids never handed out."""
+        """Up to ``count`` positions to fetch now: due retries first, then positions never handed out."""
 
     async def push(self, retries: list[tuple[Entry, float]]) -> None:
-        """Give ids back for another attempt, each after its delay in seconds."""
+        """Give positions back for another attempt, each after its delay in seconds."""
 
-    async def acknowledge(self, product_ids: list[int]) -> str:
-        """These ids' outcomes are committed; returns RUNNING, or FINISHED once every id is done."""
+    async def acknowledge(self, positions: list[int]) -> str:
+        """These positions' outcomes are committed; returns RUNNING, or FINISHED once every one is done."""
 
     async def beat(self, status: dict[str, Any]) -> tuple[str, int]:
         """Liveness: publish ``status``, take back dead instances' leases; (pass status, ids taken back)."""

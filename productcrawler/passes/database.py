@@ -2,9 +2,11 @@
 
 An id is done in a pass when a row written by the pass says so (``database_sql``),
 so a run killed at any moment (``kill -9`` included) resumes exactly where its
-committed rows end. Opening a resumed pass reads which ids are done into a
-bitmap (one bit per id: 125 KB for a million ids), so that leasing never
-waits on the database; retries that must wait are held in a heap by due time.
+committed rows end. Opening a resumed pass reads which positions are done into
+a bitmap (one bit per position: 125 KB for a million ids; a file's done ids
+are mapped back to positions by reading the file in chunks and asking the
+database which are done), so that leasing never waits on the database;
+retries that must wait are held in a heap by due time.
 """
 
 from __future__ import annotations
@@ -18,14 +20,24 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import maybe_deferred_to_future
 
+from productcrawler.ids import RangeIds
+from productcrawler.ids.failed import failed_snapshot
 from productcrawler.passes.base import FINISHED, RUNNING, Entry, Lease
-from productcrawler.passes.database_sql import done_count, done_ids, open_pass
+from productcrawler.passes.database_sql import (
+    DONE_AMONG_CHUNK,
+    done_among,
+    done_count,
+    done_ids,
+    open_pass,
+)
 from productcrawler.passes.summary import finish_with_summary
 from productcrawler.storage.database import utcnow
 from productcrawler.storage.errors import is_connection_error
 
 if TYPE_CHECKING:
     from productcrawler.config import CrawlConfig
+    from productcrawler.ids import IdFile, IdSource
+    from productcrawler.ids.failed import FailedIds
     from productcrawler.passes.database_sql import PassInfo
     from productcrawler.storage.database import Database
 
@@ -42,14 +54,18 @@ class DatabasePass:
 
     def __init__(self, database: Database, config: CrawlConfig) -> None:
         self.database = database
-        self.start_id = config.start_id
-        self.end_id = config.end_id
-        self.total = self.end_id - self.start_id + 1
+        self.config = config
+        self.ids: IdSource = config.id_file or RangeIds(config.start_id, config.end_id)
+        self.total = 0 if config.failed_only else self.ids.total
         self.tracking = bool(config.track_changes)
         self.info: PassInfo | None = None
+        self.failed: FailedIds | None = None  # ids=failed: the ids read at open
         self.done_at_start = 0
-        self._done: bytearray | None = None  # resumed passes only: bit i set = id start+i done
-        self._cursor = self.start_id  # the next id never handed out
+        # Bit p-1 set: position p done. Resumed passes, and every pass over a file: a file's
+        # duplicates make its done rows fewer than its positions, so its acknowledgements are counted here.
+        self._done: bytearray | None = None
+        self._done_positions = 0
+        self._cursor = 1  # the next position never handed out
         self._retries: list[tuple[float, int, Entry]] = []  # (due, order, entry)
         self._order = itertools.count()
 
@@ -71,37 +87,70 @@ class DatabasePass:
 
     async def open(self, *, fresh: bool) -> str:
         await self.database.ensure_schema()
-        self.info = info = await self._run(open_pass, self.start_id, self.end_id, fresh=fresh, now=utcnow())
+        source_pass = None
+        if self.config.failed_only:
+            self.failed = failed = await self._run(failed_snapshot, self.config.id_type)
+            if failed.ids is None:
+                return failed.nothing_to_fetch()
+            self.ids, self.total, source_pass = failed.ids, failed.ids.total, failed.source_pass
+        ids = self.ids
+        if isinstance(ids, RangeIds):
+            self.info = info = await self._run(open_pass, ids.start, ids.end, fresh=fresh, now=utcnow())
+        else:
+            self._done = bytearray((self.total + 7) // 8)
+            self.info = info = await self._run(open_pass, 1, ids.total, fresh=fresh, now=utcnow(),
+                                               digest=ids.digest, source_pass_id=source_pass)
+        described = ids.describe() if self.failed is None else self.failed.describe()
         if not info.resumed:
-            return f"Starting pass {info.pass_id} over ids {info.start_id}..{info.end_id}"
-        self._done = bytearray((self.total + 7) // 8)
-        for first in range(self.start_id, self.end_id + 1, RESUME_CHUNK):
-            last = min(first + RESUME_CHUNK - 1, self.end_id)
-            for product_id in await self._run(done_ids, first, last, info.pass_id):
-                offset = product_id - self.start_id
-                self._done[offset >> 3] |= 1 << (offset & 7)
-                self.done_at_start += 1
-        return (f"Resuming pass {info.pass_id} over ids {info.start_id}..{info.end_id}: "
+            return f"Starting pass {info.pass_id} over {described}"
+        if self._done is None:
+            self._done = bytearray((self.total + 7) // 8)
+        await (self._resume_range(ids) if isinstance(ids, RangeIds) else self._resume_file(ids))
+        self.done_at_start = self._done_positions
+        return (f"Resuming pass {info.pass_id} over {described}: "
                 f"{self.done_at_start} of {self.total} already done")
+
+    async def _resume_range(self, ids: RangeIds) -> None:
+        assert self.info is not None
+        for first in range(ids.start, ids.end + 1, RESUME_CHUNK):
+            last = min(first + RESUME_CHUNK - 1, ids.end)
+            for product_id in await self._run(done_ids, first, last, self.info.pass_id):
+                self._mark_done(ids.position_of(product_id))
+
+    async def _resume_file(self, ids: IdFile) -> None:
+        """Map the pass's done ids back to positions: the file in chunks, the database asked which are done."""
+        assert self.info is not None
+        for chunk in ids.chunks(DONE_AMONG_CHUNK):
+            done = await self._run(done_among, [product_id for _, product_id in chunk], self.info.pass_id)
+            for position, product_id in chunk:
+                if product_id in done:
+                    self._mark_done(position)
+
+    def _mark_done(self, position: int) -> None:
+        assert self._done is not None
+        offset = position - 1
+        if not self._done[offset >> 3] & (1 << (offset & 7)):
+            self._done[offset >> 3] |= 1 << (offset & 7)
+            self._done_positions += 1
 
     async def lease(self, count: int) -> Lease:
         entries: list[Entry] = []
         now = time.monotonic()
         while self._retries and self._retries[0][0] <= now and len(entries) < count:
             entries.append(heapq.heappop(self._retries)[2])
-        while self._cursor <= self.end_id and len(entries) < count:
-            product_id = self._cursor
+        while self._cursor <= self.total and len(entries) < count:
+            position = self._cursor
             self._cursor += 1
-            if not self._is_done(product_id):
-                entries.append(Entry(product_id))
+            if not self._is_done(position):
+                entries.append(Entry(position))
         if entries or self._retries:
             return Lease(entries, RUNNING)
         return Lease([], FINISHED)  # every id handed out, none waiting: the engine's idle ends it
 
-    def _is_done(self, product_id: int) -> bool:
+    def _is_done(self, position: int) -> bool:
         if self._done is None:
             return False
-        offset = product_id - self.start_id
+        offset = position - 1
         return bool(self._done[offset >> 3] & (1 << (offset & 7)))
 
     async def push(self, retries: list[tuple[Entry, float]]) -> None:
@@ -109,8 +158,12 @@ class DatabasePass:
         for entry, delay in retries:
             heapq.heappush(self._retries, (now + delay, next(self._order), entry))
 
-    async def acknowledge(self, product_ids: list[int]) -> str:
-        return RUNNING  # the committed rows are the acknowledgement
+    async def acknowledge(self, positions: list[int]) -> str:
+        # The committed rows are the acknowledgement; a file's positions are also counted (see _done).
+        if self._done is not None and not isinstance(self.ids, RangeIds):
+            for position in positions:
+                self._mark_done(position)
+        return RUNNING
 
     async def beat(self, status: dict[str, Any]) -> tuple[str, int]:
         return RUNNING, 0
@@ -123,13 +176,24 @@ class DatabasePass:
 
     async def close(self, reason: str, *, lost: bool) -> bool:
         """Mark the pass finished, with its summary, if every id has an outcome; True if it is."""
+        try:
+            return await self._settle(reason)
+        finally:
+            self.ids.close()
+            if self.failed is not None:
+                self.failed.remove()
+
+    async def _settle(self, reason: str) -> bool:
         if self.info is None:
             return False
         if self._retries:
             logger.info("%d delayed retries were waiting at close; the next run fetches their ids again",
                         len(self._retries))
         try:
-            done = await self._run(done_count, self.start_id, self.end_id, self.info.pass_id)
+            if isinstance(self.ids, RangeIds):
+                done = await self._run(done_count, self.ids.start, self.ids.end, self.info.pass_id)
+            else:
+                done = self._done_positions
         except Exception as error:
             if not is_connection_error(error):
                 raise
@@ -141,8 +205,8 @@ class DatabasePass:
             logger.info("Pass %d is not complete (%d of %d ids done; stop reason: %s); "
                         "the next run resumes it", self.info.pass_id, done, self.total, reason)
             return False
-        await self._run(finish_with_summary, self.info.pass_id, self.start_id, self.end_id, utcnow(),
-                        tracking=self.tracking)
+        first, last = (self.ids.start, self.ids.end) if isinstance(self.ids, RangeIds) else (None, None)
+        await self._run(finish_with_summary, self.info.pass_id, first, last, utcnow(), tracking=self.tracking)
         return True
 
     async def _run(self, function: Any, *args: Any, **kwargs: Any) -> Any:

@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import maybe_deferred_to_future
 
+from productcrawler.ids import RangeIds
 from productcrawler.passes.database_sql import shared_pass_row
 from productcrawler.passes.summary import finish_with_summary
 from productcrawler.storage.database import utcnow
 from productcrawler.storage.errors import is_connection_error
 
 if TYPE_CHECKING:
+    from productcrawler.ids import IdSource
     from productcrawler.storage.database import Database
 
 logger = logging.getLogger(__name__)
@@ -34,17 +36,26 @@ class SharedPassRecord:
         self.database = database
         self.tracking = tracking
 
-    async def open(self, token: str, start_id: int, end_id: int, started_at: float | None) -> int:
-        """The crawl_passes id of the Redis pass ``token`` (made if this instance is the first)."""
+    async def open(self, token: str, ids: IdSource, started_at: float | None, *,
+                   source_pass_id: int | None = None) -> int:
+        """The crawl_passes id of the Redis pass ``token`` over ``ids`` (made if this instance is the first).
+
+        ``source_pass_id``: the pass whose failed ids it fetches (``ids=failed``).
+        """
         await self.database.ensure_schema()
         began = (utcnow() if started_at is None
                  else datetime.fromtimestamp(int(started_at), UTC).replace(tzinfo=None))
-        return await self._run(shared_pass_row, token, start_id, end_id, began)
+        if isinstance(ids, RangeIds):
+            return await self._run(shared_pass_row, token, ids.start, ids.end, began)
+        # A file's pass is recorded as its positions 1..N and its digest, as a database pass's is.
+        return await self._run(shared_pass_row, token, 1, ids.total, began, getattr(ids, "digest", None),
+                               source_pass_id)
 
-    async def finish(self, pass_id: int, start_id: int, end_id: int) -> bool:
+    async def finish(self, pass_id: int, ids: IdSource) -> bool:
         """Mark the complete pass finished with its summary; True if this instance wrote it."""
+        first, last = (ids.start, ids.end) if isinstance(ids, RangeIds) else (None, None)
         try:
-            return await self._run(finish_with_summary, pass_id, start_id, end_id, utcnow(),
+            return await self._run(finish_with_summary, pass_id, first, last, utcnow(),
                                    tracking=self.tracking)
         except Exception as error:
             if not is_connection_error(error):

@@ -3,20 +3,25 @@
 Keys, under ``{REDIS_KEY_PREFIX}:products`` (the braces are literal: the
 prefix is the keys' Redis Cluster hash tag, and every script declares its keys):
 
-- ``pass`` (hash): the current pass: ``id``, ``start``, ``end``, ``cursor`` (next
-  id never handed out), ``status`` (``running``/``finished``), times.
-- ``pass:{id}:queue`` (list): ids to fetch again (retries due now, leases
-  recovered from dead instances). Entries are ``"<product_id>:<retry_times>"``.
+- ``pass`` (hash): the current pass: ``ids`` (which id list: ``range:START-END``, or
+  ``file:SHA256:COUNT``), ``start`` and ``end`` (its positions, 1..N), ``cursor``
+  (next position never handed out), ``status`` (``running``/``finished``), times.
+- ``pass:{id}:queue`` (list): positions to fetch again (retries due now, leases
+  recovered from dead instances). Entries are ``"<position>:<retry_times>"``.
 - ``pass:{id}:delayed`` (zset): retries that must wait, scored by the Redis
   server's clock in ms, so no instance's clock skew can send one early.
 - ``pass:{id}:inflight:{instance}`` (hash): ids an instance holds, until their
   outcome is committed to the database (the lease).
-- ``pass:{id}:done`` (bitmap) and ``pass:{id}:done_count``: ids with a
+- ``pass:{id}:done`` (bitmap) and ``pass:{id}:done_count``: positions with a
   committed outcome. Set only after the database commit.
 - ``pass:{id}:instances`` (set) and ``instance:{instance}`` (heartbeat, TTL).
 
-Seeding is a cursor: ids are handed out from it in small batches when the
+Seeding is a cursor: positions are handed out from it in small batches when the
 queue is empty, so a pass of any size costs Redis a bitmap of one bit per id.
+Redis sees positions only (each instance maps them to ids: ``productcrawler/ids``),
+so its Lua numbers stay small whatever the ids, and every instance of a pass over
+a file must have the same file: the pass records its digest and count, and an
+instance with another list is refused at start.
 An instance that dies (even ``kill -9``) stops its heartbeat; any live
 instance then moves its leases back to the queue. Duplicated fetches after a
 crash are possible; lost ids are not.
@@ -39,12 +44,17 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from productcrawler.config import DEFAULTS
+from productcrawler.config import DEFAULTS, ConfigError
+from productcrawler.ids import RangeIds
 from productcrawler.instance import instance_name
 from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from productcrawler.ids import IdSource
+    from productcrawler.ids.failed import FailedIds
     from productcrawler.passes.record import SharedPassRecord
     from productcrawler.redis_connection import AsyncClient
 
@@ -60,9 +70,31 @@ _TRANSIENT_REPLIES = ("LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAG
 FRESH_JOIN_WINDOW = 30
 
 
+def refusal(pass_id: int, running: str, ours: IdSource, *, failed: bool = False) -> str:
+    """Why an instance cannot join the running pass ``pass_id`` over ``running`` (its descriptor)."""
+    kind, _, rest = running.partition(":")
+    if kind == "file":
+        digest, _, count = rest.partition(":")
+        theirs = f"a file of {count} ids with SHA-256 {digest[:16]}"
+    elif kind == "range":
+        theirs = f"ids {rest.replace('-', '..')}"
+    else:
+        theirs = "another id list"
+    name = "the ids recorded failed" if failed else "PRODUCT_IDS"
+    return (f"{name}: the shared pass {pass_id} in Redis runs over {theirs}, this instance over "
+            f"{ours.describe()}; give every instance the same ids, or -a fresh=1 to start a new pass")
+
+
+def refused(running: str, ours: str) -> bool:
+    """OPEN's rule: an instance is refused a running pass over another id list when either list is a file."""
+    return running != ours and (running.startswith("file:") or ours.startswith("file:"))
+
+
 @dataclass(frozen=True)
 class PassState:
     pass_id: int
+    #: Which id list (``range:START-END`` or ``file:SHA256:COUNT``; empty for a pass of an earlier version).
+    ids: str
     start_id: int
     end_id: int
     cursor: int
@@ -82,10 +114,12 @@ class RedisPass:
     #: The queue is another process's to fill: look again twice a second.
     poll_interval = 0.5
 
-    def __init__(self, client: AsyncClient, prefix: str, start_id: int, end_id: int,
+    def __init__(self, client: AsyncClient, prefix: str, ids: IdSource | None,
                  spider_name: str = "products", instance: str | None = None,
                  heartbeat_ttl: float = DEFAULTS["REDIS_HEARTBEAT_TTL"],
+                 read_failed: Callable[[], Awaitable[FailedIds]] | None = None,
                  record: SharedPassRecord | None = None) -> None:
+        """``ids``: the id list; None with ``read_failed``, which reads the failed ids as the pass opens."""
         self.client = client
         #: The pass's row in crawl_passes (None: rows carry no pass, as for tools that only read Redis).
         self.record = record
@@ -97,8 +131,10 @@ class RedisPass:
         self.instance = instance or instance_name()
         #: Seconds without a heartbeat after which this instance counts as dead (REDIS_HEARTBEAT_TTL).
         self.heartbeat_ttl = heartbeat_ttl
-        self.start_id, self.end_id = start_id, end_id
-        self.total = end_id - start_id + 1
+        self.ids: IdSource = ids if ids is not None else RangeIds(1, 0)
+        self.total = 0 if ids is None else ids.total
+        self._read_failed = read_failed
+        self.failed: FailedIds | None = None
         self.pass_id: int | None = None
         #: Set when the pass is created; tells this pass from a later one that got the same id
         #: (Redis lost everything, its id sequence included).
@@ -138,11 +174,25 @@ class RedisPass:
         return f"{self.base}:instance:{instance or self.instance}"
 
     # the pass interface (base.Pass)
+    @property
+    def empty(self) -> bool:
+        """Opened over no ids at all (ids=failed, and none failed): no pass in Redis."""
+        return self.pass_id is None and self.total == 0
+
     async def open(self, *, fresh: bool) -> str:
-        """Join the running pass over this range, or start a new one."""
-        pass_id, joined, token, replaced = await self._open(
+        """Join the running pass over this id list, or start a new one."""
+        if self._read_failed is not None:
+            self.failed = await self._read_failed()
+            if self.failed.ids is None:
+                return self.failed.nothing_to_fetch()
+            self.ids, self.total = self.failed.ids, self.failed.ids.total
+        reply = await self._open(
             keys=[self.pass_key, f"{self.base}:pass_seq"],
-            args=[self.start_id, self.end_id, "1" if fresh else "0", uuid.uuid4().hex, FRESH_JOIN_WINDOW])
+            args=[1, self.total, "1" if fresh else "0", uuid.uuid4().hex, FRESH_JOIN_WINDOW, self.ids.descriptor])
+        if reply[0] == b"refused":
+            raise ConfigError(refusal(int(reply[1]), reply[2].decode(), self.ids,
+                                      failed=self.failed is not None))
+        pass_id, joined, token, replaced = reply
         self.pass_id = int(pass_id)
         self.token = token.decode() if isinstance(token, bytes) else token
         if replaced:
@@ -153,13 +203,17 @@ class RedisPass:
         raw = await self.client.hget(self.pass_key, "started_at")
         self.started_at = None if raw is None else float(raw)
         if self.record is not None:
-            self.row_stamp = await self.record.open(self.token, self.start_id, self.end_id, self.started_at)
-        return (f"{'Joined' if joined else 'Started'} pass {self.pass_id} over ids {self.start_id}.."
-                f"{self.end_id} through Redis as instance {self.instance} "
-                f"({self.done_at_start} of {self.total} done)")
+            self.row_stamp = await self.record.open(
+                self.token, self.ids, self.started_at,
+                source_pass_id=None if self.failed is None else self.failed.source_pass)
+        described = self.ids.describe() if self.failed is None else self.failed.describe()
+        return (f"{'Joined' if joined else 'Started'} pass {self.pass_id} over {described} "
+                f"through Redis as instance {self.instance} ({self.done_at_start} of {self.total} done)")
 
     async def lease(self, count: int) -> Lease:
-        """Lease up to ``count`` ids: due retries, then recovered ones, then fresh ones from the cursor."""
+        """Lease up to ``count`` positions: due retries, then recovered ones, then fresh ones from the cursor."""
+        if self.empty:
+            return Lease([], FINISHED)
         raw = await self._pop(keys=[self.pass_key, self.key("queue"), self.key("delayed"), self.inflight_key,
                                     self.key("instances")], args=[count, self.instance, self.pass_id, self.token])
         if raw:
@@ -178,18 +232,18 @@ class RedisPass:
             args += [entry.encode(), round(delay * 1000)]
         await self._push(keys=[self.key("queue"), self.key("delayed"), self.inflight_key, self.pass_key], args=args)
 
-    async def acknowledge(self, product_ids: list[int]) -> str:
-        """Mark ids done (their outcome is committed): FINISHED once the whole pass is.
+    async def acknowledge(self, positions: list[int]) -> str:
+        """Mark positions done (their outcome is committed): FINISHED once the whole pass is.
 
         When this instance's pass is no longer the current one, RUNNING: the
         next lease or beat finds out what became of it and says so.
         """
-        if not product_ids:
+        if not positions:
             return RUNNING
         done = int(await self._ack(keys=[self.pass_key, self.key("done"), self.key("done_count"),
                                          self.inflight_key, self.key("queue"), self.key("delayed"),
                                          self.key("instances")],
-                                   args=[self.pass_id, self.token, FINISHED_TTL, *product_ids]))
+                                   args=[self.pass_id, self.token, FINISHED_TTL, *positions]))
         if done < 0:
             return RUNNING
         self.last_done_count = done
@@ -197,6 +251,8 @@ class RedisPass:
 
     async def beat(self, status: dict[str, Any]) -> tuple[str, int]:
         """Heartbeat, take back dead instances' leases, refresh the done count."""
+        if self.empty:
+            return FINISHED, 0
         pass_status = await self.status()
         if pass_status == LOST:
             return pass_status, 0  # no heartbeat into keys of a pass that is gone
@@ -207,6 +263,8 @@ class RedisPass:
 
     async def give_back_lost(self) -> int:
         """Give back every lease Redis holds for us (we hold none: they came from a lost reply)."""
+        if self.empty:
+            return 0
         return await self._release_all()
 
     def done(self, this_run: int) -> int:
@@ -219,6 +277,14 @@ class RedisPass:
 
     async def close(self, reason: str, *, lost: bool) -> bool:
         """Give back every lease, stop the heartbeat; True if the pass is over."""
+        try:
+            return await self._settle(lost=lost)
+        finally:
+            self.ids.close()
+            if self.failed is not None:
+                self.failed.remove()
+
+    async def _settle(self, *, lost: bool) -> bool:
         if self.pass_id is None:
             return False
         if not lost:
@@ -230,7 +296,7 @@ class RedisPass:
             return False
         status = await self.status()
         if status == FINISHED and self.record is not None and self.row_stamp is not None:
-            await self.record.finish(self.row_stamp, self.start_id, self.end_id)
+            await self.record.finish(self.row_stamp, self.ids)
         if status in (FINISHED, REPLACED):
             await self._expire(self.pass_id)
             return True
@@ -267,8 +333,8 @@ class RedisPass:
         done = await self.client.get(self.key("done_count", pass_id))
         queued = await self.client.llen(self.key("queue", pass_id))
         delayed = await self.client.zcard(self.key("delayed", pass_id))
-        return PassState(pass_id, int(fields["start"]), int(fields["end"]), int(fields["cursor"]),
-                         fields["status"], int(done or 0), int(queued), int(delayed))
+        return PassState(pass_id, fields.get("ids", ""), int(fields["start"]), int(fields["end"]),
+                         int(fields["cursor"]), fields["status"], int(done or 0), int(queued), int(delayed))
 
     async def instances(self) -> dict[str, dict[str, Any]]:
         """Live instances and their last heartbeat."""

@@ -11,16 +11,18 @@ the rest.
 
 How ids flow:
 
-- **Out**: ids are leased from the pass a batch at a time, ahead of need, into
-  a local buffer; ``next_request`` turns the next one into a request with the
-  spider's ``make_request``. The spider hands out nothing itself.
+- **Out**: positions are leased from the pass a batch at a time, ahead of need,
+  into a local buffer with their ids (the pass's ``ids`` source maps them);
+  ``next_request`` turns the next one into a request with the spider's
+  ``make_request``. The spider hands out nothing itself.
 - **Retries**: a request that comes back (the retry middleware's, with
   ``meta["retry_delay"]``) is pushed back to the pass, which holds it until
   it is due (the database pass in memory, the Redis pass in a sorted set
   scored by the Redis server's clock) and leases it again, to any instance.
 - **Done**: once the pipeline has committed a batch of outcomes
-  (``outcomes_committed``), their ids are acknowledged to the pass, in one
-  call per batch.
+  (``outcomes_committed``), their positions are acknowledged to the pass, in
+  one call per batch. Outcomes carry ids, so the positions of the ids in
+  flight are kept here (a file may list an id twice: one position each).
 - **Idle**: with nothing leased the scheduler looks at the pass every
   ``poll_interval`` and wakes the engine when an id comes; the crawl closes
   only once the pass has nothing more to hand out (or it was replaced, or lost).
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet.defer import Deferred
 
+    from productcrawler.ids import ProductId
     from productcrawler.passes.base import Pass
 
 logger = logging.getLogger(__name__)
@@ -70,6 +73,8 @@ LEASE_BATCH = 32
 REFILL_BELOW = LEASE_BATCH
 #: Request meta key: leased here and handed to the engine by the scheduler itself; it stays here.
 _LEASED_HERE = "_productcrawler_leased_here"
+#: Request meta key: the request's position in the pass.
+POSITION = "pass_position"
 
 
 class PassScheduler(BaseScheduler):
@@ -80,9 +85,10 @@ class PassScheduler(BaseScheduler):
         self.spider: Spider | None = None
         self.finished = False  # the pass has nothing more to hand out
         self.lost = False  # the pass vanished from Redis: stopping, exit 1
-        self._leased: deque[Entry] = deque()
+        self._leased: deque[tuple[Entry, ProductId]] = deque()
         self._ready: deque[Request] = deque()  # requests that stay here: re-sends, and the wake-up's
-        self._unacked: list[int] = []
+        self._in_flight: dict[ProductId, list[int]] = {}  # id -> its positions with a request out
+        self._unacked: list[int] = []  # positions
         self._unpushed: list[tuple[Entry, float]] = []
         self._starved = False  # the engine asked and got nothing
         self._last_beat = (time.time(), 0)
@@ -158,7 +164,9 @@ class PassScheduler(BaseScheduler):
         if delay > 0:
             self.stats.inc_value(stat_keys.RETRY_DELAYED)
             self.stats.inc_value(stat_keys.RETRY_DELAY_SECONDS, delay)
-        self._unpushed.append((Entry(request.meta["product_id"], request.meta.get("retry_times", 0)), delay))
+        position = request.meta[POSITION]
+        self._settled(request.meta["product_id"], position)
+        self._unpushed.append((Entry(position, request.meta.get("retry_times", 0)), delay))
         self._push_soon()
         return True
 
@@ -189,8 +197,14 @@ class PassScheduler(BaseScheduler):
     def _from_lease(self) -> Request | None:
         if not self._leased:
             return None
-        entry = self._leased.popleft()
-        request = self.spider.make_request(entry.product_id)  # type: ignore[union-attr]
+        entry, product_id = self._leased.popleft()
+        request = self.spider.make_request(product_id)  # type: ignore[union-attr]
+        request.meta[POSITION] = entry.position
+        positions = self._in_flight.get(product_id)
+        if positions is None:
+            self._in_flight[product_id] = [entry.position]
+        else:
+            positions.append(entry.position)
         if entry.retry_times:
             request.meta["retry_times"] = entry.retry_times
         self.stats.inc_value("scheduler/dequeued/pass")
@@ -204,7 +218,8 @@ class PassScheduler(BaseScheduler):
 
     async def _lease_more(self) -> None:
         lease = await self.crawl_pass.lease(LEASE_BATCH)
-        self._leased.extend(lease.entries)
+        ids = self.crawl_pass.ids.ids_at([entry.position for entry in lease.entries])
+        self._leased.extend(zip(lease.entries, ids, strict=True))
         if not lease.entries:
             self._pass_status(lease.status)
         if self._starved and (lease.entries or self.finished):
@@ -282,9 +297,25 @@ class PassScheduler(BaseScheduler):
     # outcomes
 
     def _committed(self, products: list[Any], failures: list[Any]) -> None:
-        self._unacked.extend(item.product_id for item in products)
-        self._unacked.extend(item.product_id for item in failures)
+        for items in (products, failures):
+            for item in items:
+                position = self._settled(item.product_id)
+                if position is not None:
+                    self._unacked.append(position)
         self._acknowledge_soon()
+
+    def _settled(self, product_id: ProductId, position: int | None = None) -> int | None:
+        """The id's request is back (an outcome, or a retry for the pass): its position, no longer in flight."""
+        positions = self._in_flight.get(product_id)
+        if not positions:
+            return None
+        if position is None:
+            position = positions.pop(0)
+        elif position in positions:
+            positions.remove(position)
+        if not positions:
+            del self._in_flight[product_id]
+        return position
 
     async def _flush_acks(self) -> None:
         while self._unacked:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from productcrawler.items import MISSING
-from productcrawler.passes.database_sql import as_datetime, outcome_counts
+from productcrawler.passes.database_sql import as_datetime, id_bounds, outcome_counts
 from productcrawler.storage.changes import REMOVED
 from productcrawler.storage.schema import PASS_COLUMN, SUMMARY_COUNTS
 
@@ -70,7 +70,8 @@ def _coverage(text: str | None) -> dict[str, float]:
 COVERAGE_COLUMNS = ("price", "stock", "category", "brand", "rating", "sales_count")
 
 
-def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int, last: int, now: datetime,
+def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int | None, last: int | None,
+                        now: datetime,
                         *, tracking: bool = True) -> bool:
     """Mark a complete pass finished and write its summary, unless it is finished already.
 
@@ -78,6 +79,7 @@ def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int,
     when several instances of a shared pass close at the same time (the
     second waits on the first's row lock, then finds it finished).
     ``tracking``: whether change rows are written (``changed`` is NULL if not).
+    ``first``, ``last``: the range's ids; None for a pass over a file (its rows are those it stamped).
     """
     p = dialect.placeholder
     cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p} AND finished_at IS NULL",
@@ -94,13 +96,15 @@ def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int,
     else:
         counts["changed"] = None
     # Removed in this pass: its 404 now, and a removal time no older than the pass.
+    failures_within, bounds = id_bounds(dialect, first, last, "crawl_failures.product_id")
     cursor.execute(f"SELECT COUNT(*) FROM products JOIN crawl_failures ON crawl_failures.product_id = "
-                   f"products.product_id WHERE crawl_failures.product_id BETWEEN {p} AND {p} "
-                   f"AND crawl_failures.{PASS_COLUMN} = {p} AND crawl_failures.outcome = {p} "
-                   f"AND products.removed_at >= {p}", (first, last, pass_id, MISSING, dialect.value(started_at)))
+                   f"products.product_id WHERE {failures_within}"
+                   f"crawl_failures.{PASS_COLUMN} = {p} AND crawl_failures.outcome = {p} "
+                   f"AND products.removed_at >= {p}", (*bounds, pass_id, MISSING, dialect.value(started_at)))
     counts["removed"] = int(cursor.fetchone()[0])
+    within, bounds = id_bounds(dialect, first, last)
     cursor.execute(f"SELECT {', '.join(f'COUNT({c})' for c in COVERAGE_COLUMNS)} FROM products "
-                   f"WHERE product_id BETWEEN {p} AND {p} AND {PASS_COLUMN} = {p}", (first, last, pass_id))
+                   f"WHERE {within}{PASS_COLUMN} = {p}", (*bounds, pass_id))
     present = cursor.fetchone()
     stored = counts["stored"] or 0
     coverage = {c: round(int(n) / stored, 4) for c, n in zip(COVERAGE_COLUMNS, present, strict=True)} if stored else {}

@@ -206,7 +206,7 @@ class StoragePipeline:
                     self._pending[:0] = batch[index:]
                     return
                 self.stats.inc_value(stat_keys.DB_ROWS_REJECTED)
-                logger.error("The database rejected the row of product %d: %s", entry.item.product_id, error)
+                logger.error("The database rejected the row of product %s: %s", entry.item.product_id, error)
                 if isinstance(entry.item, FailureItem) and entry.item.reason.startswith("db_rejected"):
                     # Not even its failure row can be stored: drop it (not counted done; the
                     # next run fetches the id again) rather than rewrite it forever.

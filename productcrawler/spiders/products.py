@@ -39,22 +39,26 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_TRUE = ("1", "true", "yes", "on")
+#: Values of the spider argument ``fresh`` that mean yes.
+FRESH_WORDS = ("1", "true", "yes", "on")
 
 
 class ProductsSpider(Spider):
     name = "products"
 
-    def __init__(self, start_id: Any = None, end_id: Any = None, fresh: Any = None, **kwargs: Any) -> None:
+    def __init__(self, start_id: Any = None, end_id: Any = None, fresh: Any = None, ids: Any = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.start_id_arg = start_id
         self.end_id_arg = end_id
-        self.fresh = str(fresh).strip().lower() in _TRUE if fresh is not None else False
+        self.ids_arg = ids
+        self.fresh = str(fresh).strip().lower() in FRESH_WORDS if fresh is not None else False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ProductsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.config = crawl_config(crawler, start_id=spider.start_id_arg, end_id=spider.end_id_arg)
+        spider.config = crawl_config(crawler, start_id=spider.start_id_arg, end_id=spider.end_id_arg,
+                                     ids=spider.ids_arg)
         # Our URLs are a template and a percent-encoded id: when the template is
         # in normal form, so is every URL, and Request and aiohttp (yarl) need not
         # normalise each one again (Scrapy's verbatim_url meta key).
@@ -81,7 +85,7 @@ class ProductsSpider(Spider):
         return
         yield
 
-    def make_request(self, product_id: int) -> Request:
+    def make_request(self, product_id: int | str) -> Request:
         # dont_filter: the pass hands out each id once, so a
         # fingerprint set (memory growing with the range) would add nothing.
         return Request(
@@ -93,10 +97,12 @@ class ProductsSpider(Spider):
                   "handle_httpstatus_all": True, "verbatim_url": self.verbatim_urls},
         )
 
-    def product_id_in(self, url: str) -> int | None:
-        """The id of a product URL (the inverse of ``config.product_url``), else None."""
+    def product_id_in(self, url: str) -> int | str | None:
+        """The id of a product URL (the inverse of ``config.product_url``), of PRODUCT_ID_TYPE's type, else None."""
         found = self.config.product_id_in(url)
-        return int(found) if found is not None and found.isascii() and found.isdigit() else None
+        if found is None or self.config.id_type == "string":
+            return found or None
+        return int(found) if found.isascii() and found.isdigit() else None
 
     # Callbacks return lists rather than yield: Scrapy inspects the source of
     # generator callbacks for return values, at a cost on the hot path.
@@ -115,7 +121,7 @@ class ProductsSpider(Spider):
         except Exception as error:
             # A bug of ours, or an answer nothing here foresaw: the id still ends recorded
             # (with a shared pass, an id without an outcome would be leased again forever).
-            logger.exception("Product %d: could not parse the answer", request.meta["product_id"])
+            logger.exception("Product %s: could not parse the answer", request.meta["product_id"])
             reason = f"parse_error: {type(error).__name__}: {error}"
             return [FailureItem(request.meta["product_id"], FAILED, response.status, reason[:255],
                                 request.meta.get("retry_times", 0) + 1)]
@@ -137,7 +143,7 @@ class ProductsSpider(Spider):
             self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
             # The wholesale-failure guard counts these (extensions/guard.py).
             self.crawler.signals.send_catch_log(signals_.bad_response, request=response.request, error=bad)
-            logger.debug("Product %d: bad response (%s: %s)", product_id, bad.reason, bad.detail)
+            logger.debug("Product %s: bad response (%s: %s)", product_id, bad.reason, bad.detail)
             return [self.retry_policy.next_step(request, reason=f"bad_response/{bad.reason}",
                                                 http_status=status)]
         for field in dropped:
@@ -159,6 +165,6 @@ class ProductsSpider(Spider):
         if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it
             return [self.retry_policy.give_up(request, reason=exception_reason(error), http_status=None)]
         detail = exception_detail(error)
-        logger.debug("Product %d failed: %s", request.meta["product_id"], detail)
+        logger.debug("Product %s failed: %s", request.meta["product_id"], detail)
         return [FailureItem(request.meta["product_id"], FAILED, None, detail[:255],
                             request.meta.get("retry_times", 0) + 1)]

@@ -21,7 +21,7 @@ def database_for(crawler: Crawler) -> Database:
     database = getattr(crawler, _ATTRIBUTE, None)
     if database is None:
         config = crawl_config(crawler)
-        database = Database(DatabaseTarget.from_url(config.database_url))
+        database = Database(DatabaseTarget.from_url(config.database_url), config.id_type)
         setattr(crawler, _ATTRIBUTE, database)
         # Closed last: the pipeline flushes and the ledger settles the pass on the way out.
         crawler.signals.connect(database.close, signal=signals.engine_stopped, weak=False)

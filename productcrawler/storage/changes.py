@@ -141,7 +141,7 @@ def _stored_rows(cursor: Any, dialect: Dialect, ids: list[int]) -> dict[int, dic
     for product_id, *values, removed_at in cursor.fetchall():
         row: dict[str, Any] = {c: stored_form(c, v) for c, v in zip(VALUE_COLUMNS, values, strict=True)}
         row["removed_at"] = removed_at
-        rows[int(product_id)] = row
+        rows[product_id if isinstance(product_id, str) else int(product_id)] = row
     return rows
 
 

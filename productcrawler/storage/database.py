@@ -20,7 +20,8 @@ from twisted.enterprise import adbapi
 
 from productcrawler.items import MISSING, FailureItem, ProductItem
 from productcrawler.storage.changes import Written, write_products
-from productcrawler.storage.schema import ADDED_COLUMNS
+from productcrawler.storage.migrate import migrate
+from productcrawler.storage.schema import ADDED_COLUMNS, ddl
 from productcrawler.storage.target import SQLITE, DatabaseTarget, Dialect, sqlite_prepare
 
 if TYPE_CHECKING:
@@ -41,8 +42,8 @@ def utcnow() -> datetime:
 
 # --- functions of a cursor: they run in a worker thread -------------------------
 
-def ensure_schema(cursor: Any, dialect: Dialect) -> None:
-    for statement in dialect.ddl:
+def ensure_schema(cursor: Any, dialect: Dialect, id_type: str = "int") -> None:
+    for statement in ddl(dialect.name, id_type):
         cursor.execute(statement)
     # Tables made before a column existed get it (rows made before pass_id
     # count as done in no pass, so an unfinished pass is fetched again once).
@@ -62,6 +63,7 @@ def ensure_schema(cursor: Any, dialect: Dialect) -> None:
             if column not in _columns(cursor, table):
                 raise
         known[table].add(column)
+    migrate(cursor, dialect, id_type)
 
 
 def _columns(cursor: Any, table: str) -> set[str]:
@@ -94,7 +96,7 @@ def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
     return written
 
 
-def _delete_ids(cursor: Any, dialect: Dialect, table: str, ids: list[int]) -> None:
+def _delete_ids(cursor: Any, dialect: Dialect, table: str, ids: list[int | str]) -> None:
     if ids:
         cursor.execute(f"DELETE FROM {table} WHERE product_id IN ({dialect.params(len(ids))})", ids)
 
@@ -122,8 +124,9 @@ class _Connection(adbapi.Connection):
 class Database:
     """A pool of connections in worker threads; every call returns a Deferred."""
 
-    def __init__(self, target: DatabaseTarget) -> None:
+    def __init__(self, target: DatabaseTarget, id_type: str = "int") -> None:
         self.target = target
+        self.id_type = id_type
         self.dialect = target.dialect
         kwargs = dict(target.connect_kwargs)
         if self.dialect is SQLITE:
@@ -140,7 +143,7 @@ class Database:
     async def ensure_schema(self) -> None:
         """Create the tables if need be, once per process (the pass and the pipeline both need them)."""
         if not self._schema_ready:
-            await maybe_deferred_to_future(self.run(ensure_schema))
+            await maybe_deferred_to_future(self.run(ensure_schema, self.id_type))
             self._schema_ready = True
 
     def run(self, function: Any, *args: Any, **kwargs: Any) -> Deferred[Any]:

@@ -10,11 +10,15 @@ from __future__ import annotations
 PRODUCT_COLUMNS = ("product_id", "name", "price", "stock", "category", "brand", "rating",
                    "sales_count", "update_time")
 FAILURE_COLUMNS = ("product_id", "outcome", "http_status", "reason", "attempts", "updated_at")
+#: product_id's column type per PRODUCT_ID_TYPE, in every table that holds one. String ids compare
+#: byte for byte (utf8mb4_bin): 'ab-1' and 'AB-1 ' are two SKUs, not one row.
+MYSQL_ID_TYPES = {"int": "BIGINT", "string": "VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"}
+#: SQLite: INTEGER is 64-bit; VARCHAR has TEXT affinity, so '00123' stays '00123'.
+SQLITE_ID_TYPES = {"int": "INTEGER", "string": "VARCHAR(64)"}
+#: The tables whose product_id takes PRODUCT_ID_TYPE's type.
+ID_TABLES = ("products", "crawl_failures", "product_changes")
 #: Every row also carries the pass (crawl_passes) that wrote it, database or Redis-shared.
 PASS_COLUMN = "pass_id"
-#: The SQL type of a product id, in every table that holds one.
-MYSQL_PRODUCT_ID = "INT"
-SQLITE_PRODUCT_ID = "INTEGER"
 #: A pass's counts in crawl_passes, written once the pass is complete (NULL until then).
 SUMMARY_COUNTS = ("stored", "missing", "failed", "changed", "removed")
 
@@ -28,6 +32,11 @@ ADDED_COLUMNS: tuple[tuple[str, ...], ...] = (
     ("products", "removed_at", "DATETIME NULL", "DATETIME NULL"),
     *(("crawl_passes", count, "INT NULL", "INTEGER NULL") for count in SUMMARY_COUNTS),
     ("crawl_passes", "coverage", "TEXT NULL", "TEXT NULL"),
+    # The id list of a pass: NULL for a range; a file's SHA-256 and id count; for a pass
+    # over the ids recorded failed, the pass whose failed ids it fetches.
+    ("crawl_passes", "ids_digest", "CHAR(64) NULL", "CHAR(64) NULL"),
+    ("crawl_passes", "ids_count", "BIGINT NULL", "BIGINT NULL"),
+    ("crawl_passes", "source_pass_id", "INT NULL", "INTEGER NULL"),
     ("crawl_passes", "redis_token", "VARCHAR(64) NULL", "VARCHAR(64) NULL",
      "CREATE UNIQUE INDEX uk_redis_token ON crawl_passes (redis_token)"),
 )
@@ -40,10 +49,10 @@ ADDED_COLUMNS: tuple[tuple[str, ...], ...] = (
 # a database pass); every instance of that pass finds its row by it.
 # `id` is BIGINT: InnoDB's upsert consumes an auto-increment value on every
 # update, so an hourly re-crawl of 50,000 ids would exhaust an INT within years.
-MYSQL_DDL: tuple[str, ...] = (
-    f"""CREATE TABLE IF NOT EXISTS products (
+_MYSQL_DDL: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS products (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    product_id {MYSQL_PRODUCT_ID} NOT NULL,
+    product_id {product_id} NOT NULL,
     name VARCHAR(255) NOT NULL,
     price DECIMAL(10,2) NULL,
     stock INT NULL,
@@ -60,8 +69,8 @@ MYSQL_DDL: tuple[str, ...] = (
     KEY idx_category (category),
     KEY idx_brand (brand)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
-    f"""CREATE TABLE IF NOT EXISTS crawl_failures (
-    product_id {MYSQL_PRODUCT_ID} NOT NULL PRIMARY KEY,
+    """CREATE TABLE IF NOT EXISTS crawl_failures (
+    product_id {product_id} NOT NULL PRIMARY KEY,
     outcome VARCHAR(16) NOT NULL,
     http_status SMALLINT NULL,
     reason VARCHAR(255) NOT NULL,
@@ -72,10 +81,13 @@ MYSQL_DDL: tuple[str, ...] = (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
     """CREATE TABLE IF NOT EXISTS crawl_passes (
     pass_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    start_id INT NOT NULL,
-    end_id INT NOT NULL,
+    start_id BIGINT NOT NULL,
+    end_id BIGINT NOT NULL,
     started_at DATETIME NOT NULL,
     finished_at DATETIME NULL,
+    ids_digest CHAR(64) NULL,
+    ids_count BIGINT NULL,
+    source_pass_id INT NULL,
     stored INT NULL,
     missing INT NULL,
     failed INT NULL,
@@ -85,9 +97,9 @@ MYSQL_DDL: tuple[str, ...] = (
     redis_token VARCHAR(64) NULL,
     UNIQUE KEY uk_redis_token (redis_token)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
-    f"""CREATE TABLE IF NOT EXISTS product_changes (
+    """CREATE TABLE IF NOT EXISTS product_changes (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    product_id {MYSQL_PRODUCT_ID} NOT NULL,
+    product_id {product_id} NOT NULL,
     pass_id INT NULL,
     changed_at DATETIME NOT NULL,
     field VARCHAR(64) NOT NULL,
@@ -98,10 +110,10 @@ MYSQL_DDL: tuple[str, ...] = (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
 )
 
-SQLITE_DDL: tuple[str, ...] = (
-    f"""CREATE TABLE IF NOT EXISTS products (
+_SQLITE_DDL: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS products (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    product_id {SQLITE_PRODUCT_ID} NOT NULL UNIQUE,
+    product_id {product_id} NOT NULL UNIQUE,
     name VARCHAR(255) NOT NULL,
     price DECIMAL(10,2) NULL,
     stock INTEGER NULL,
@@ -117,8 +129,8 @@ SQLITE_DDL: tuple[str, ...] = (
 )""",
     "CREATE INDEX IF NOT EXISTS idx_category ON products (category)",
     "CREATE INDEX IF NOT EXISTS idx_brand ON products (brand)",
-    f"""CREATE TABLE IF NOT EXISTS crawl_failures (
-    product_id {SQLITE_PRODUCT_ID} NOT NULL PRIMARY KEY,
+    """CREATE TABLE IF NOT EXISTS crawl_failures (
+    product_id {product_id} NOT NULL PRIMARY KEY,
     outcome VARCHAR(16) NOT NULL,
     http_status SMALLINT NULL,
     reason VARCHAR(255) NOT NULL,
@@ -133,6 +145,9 @@ SQLITE_DDL: tuple[str, ...] = (
     end_id INTEGER NOT NULL,
     started_at DATETIME NOT NULL,
     finished_at DATETIME NULL,
+    ids_digest CHAR(64) NULL,
+    ids_count BIGINT NULL,
+    source_pass_id INTEGER NULL,
     stored INTEGER NULL,
     missing INTEGER NULL,
     failed INTEGER NULL,
@@ -141,9 +156,9 @@ SQLITE_DDL: tuple[str, ...] = (
     coverage TEXT NULL,
     redis_token VARCHAR(64) NULL UNIQUE
 )""",
-    f"""CREATE TABLE IF NOT EXISTS product_changes (
+    """CREATE TABLE IF NOT EXISTS product_changes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    product_id {SQLITE_PRODUCT_ID} NOT NULL,
+    product_id {product_id} NOT NULL,
     pass_id INTEGER NULL,
     changed_at DATETIME NOT NULL,
     field VARCHAR(64) NOT NULL,
@@ -153,6 +168,17 @@ SQLITE_DDL: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS idx_changes_product ON product_changes (product_id, changed_at)",
     "CREATE INDEX IF NOT EXISTS idx_changes_pass ON product_changes (pass_id, field)",
 )
+
+
+def ddl(dialect: str, id_type: str) -> tuple[str, ...]:
+    """The CREATE statements of ``dialect`` ("mysql" or "sqlite") for ids of ``id_type``."""
+    statements, types = (_MYSQL_DDL, MYSQL_ID_TYPES) if dialect == "mysql" else (_SQLITE_DDL, SQLITE_ID_TYPES)
+    return tuple(statement.replace("{product_id}", types[id_type]) for statement in statements)
+
+
+#: The integer-id forms (sql/init.sql is MYSQL_DDL's).
+MYSQL_DDL = ddl("mysql", "int")
+SQLITE_DDL = ddl("sqlite", "int")
 
 
 def mysql_init_sql() -> str:

@@ -157,8 +157,8 @@ def test_hostile_payloads_are_stored_faithfully_or_recorded_with_a_reason(crawl,
                 assert (price, stock, sales_count, rating) == (None, None, None, Decimal("5.00"))
 
 
-def test_a_404_removes_the_stale_product_row_while_failed_keeps_the_last_good_one(crawl, clean_simulator,
-                                                                                   mysql_url):
+def test_a_404_marks_the_stale_product_row_removed_while_failed_keeps_the_last_good_one(crawl, clean_simulator,
+                                                                                        mysql_url):
     gone = next(i for i in range(1, 40) if catalog.is_missing(i))
     kept = next(i for i in range(gone + 1, 40) if not catalog.is_missing(i))
     # First pass: id `gone` still answers with a product (a fault variant serves one even
@@ -172,7 +172,9 @@ def test_a_404_removes_the_stale_product_row_while_failed_keeps_the_last_good_on
     # Second pass: `gone` answers 404 now, `kept` fails for good.
     crawl(40, [f"503={kept}@*"], MAX_RETRIES=1)
     after = {row[0]: row for row in mysql_query(mysql_url, query, (gone, kept))}
-    assert gone not in after, "the stale row of a 404 id was kept"
+    assert after[gone] == first[gone], "the stale row of a 404 id was changed or deleted"
+    removed = mysql_query(mysql_url, "SELECT removed_at FROM products WHERE product_id = %s", (gone,))
+    assert removed[0][0] is not None, "the stale row of a 404 id was not marked removed"
     assert after[kept] == first[kept], "the last good row of a failed id was changed or removed"
     failures = {r[0]: r[1:] for r in mysql_query(
         mysql_url, "SELECT product_id, outcome, http_status FROM crawl_failures WHERE product_id IN (%s, %s)",

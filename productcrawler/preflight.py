@@ -53,25 +53,36 @@ def refuse_jobdir(settings: BaseSettings) -> None:
                           "(in the database, or in Redis with REDIS_URL); run again without JOBDIR")
 
 
-def _check_database(url: str, id_type: str = "int") -> None:
-    target = DatabaseTarget.from_url(url, connect_timeout=CONNECT_TIMEOUT)
+def connect_database(url: str, **options: Any) -> tuple[DatabaseTarget, Any]:
+    """The target DATABASE_URL names and a DB-API connection to it; ConfigError if it cannot be used."""
+    target = DatabaseTarget.from_url(url, **options)
     try:
-        connection = target.connect()
-        # Reach it, and refuse ids the tables cannot hold: the pipeline creates and
-        # migrates the tables as the spider opens, whatever started the crawl, so that is done in one place.
-        try:
-            cursor = connection.cursor()
-            cursor.execute("SELECT 1")
-            cursor.fetchall()
-            refuse_id_type(cursor, target.dialect, id_type)
-        finally:
-            connection.close()
+        return target, target.connect()
+    except Exception as error:  # noqa: BLE001 - any driver error is a configuration problem here
+        raise _unusable(target, url, error) from None
+
+
+def _unusable(target: DatabaseTarget, url: str, error: Exception) -> ConfigError:
+    # A password with an unencoded / or # can still leave a host and database to try (the wrong ones).
+    return ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: "
+                       f"{describe(error, url, tls_option='ssl_ca')}")
+
+
+def _check_database(url: str, id_type: str = "int") -> None:
+    target, connection = connect_database(url, connect_timeout=CONNECT_TIMEOUT)
+    # Reach it, and refuse ids the tables cannot hold: the pipeline creates and
+    # migrates the tables as the spider opens, whatever started the crawl, so that is done in one place.
+    try:
+        cursor = connection.cursor()
+        cursor.execute("SELECT 1")
+        cursor.fetchall()
+        refuse_id_type(cursor, target.dialect, id_type)
     except ConfigError:
         raise
-    except Exception as error:  # noqa: BLE001 - any driver error is a configuration problem here
-        # A password with an unencoded / or # can still leave a host and database to try (the wrong ones).
-        raise ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: "
-                          f"{describe(error, url, tls_option='ssl_ca')}") from None
+    except Exception as error:  # noqa: BLE001
+        raise _unusable(target, url, error) from None
+    finally:
+        connection.close()
 
 
 def _check_redis(url: str) -> None:

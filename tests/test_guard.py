@@ -90,6 +90,9 @@ def assert_stopped_harmlessly(result, simulator, mysql_url, earlier, words, max_
     # Nothing recorded, nothing removed: both tables exactly as the earlier pass left them.
     assert table(mysql_url, "products") == earlier[0]
     assert table(mysql_url, "crawl_failures") == earlier[1]
+    # No 404 held by the guard marked a stored product removed, nor wrote a change row.
+    assert mysql_query(mysql_url, "SELECT COUNT(removed_at) FROM products") == [(0,)]
+    assert table(mysql_url, "product_changes") == []
     assert "0 stored, 0 missing, 0 failed in this run" in result.stderr
     assert failed_reasons(result) == {}  # the stats count what was recorded, not what the guard dropped
     # The pass is left to resume.

@@ -108,7 +108,7 @@ def test_track_changes_picks_the_columns(database, tracked, expected):
 
 def _handler_counts(cursor) -> dict[str, int]:
     cursor.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Handler_write', 'Handler_update', "
-                   "'Handler_delete')")
+                   "'Handler_delete', 'Com_insert', 'Com_update')")
     return {name: int(value) for name, value in cursor.fetchall()}
 
 
@@ -133,6 +133,10 @@ def test_unchanged_products_cost_mysql_one_narrow_update_each_and_no_write(mysql
     assert after["Handler_write"] - before["Handler_write"] == 6
     assert after["Handler_update"] - before["Handler_update"] == 200
     assert after["Handler_delete"] - before["Handler_delete"] == 0
+    # And its statements: one UPDATE per changed product, one for all 194 unchanged ones (fetched in
+    # the same second), one INSERT for the 6 change rows (executemany's multi-row form), no upsert.
+    assert after["Com_update"] - before["Com_update"] == 6 + 1
+    assert after["Com_insert"] - before["Com_insert"] == 1
     cursor.execute("SELECT AUTO_INCREMENT FROM information_schema.tables WHERE table_schema = DATABASE() "
                    "AND table_name = 'products'")
     assert cursor.fetchone()[0] == next_id  # no insert was even attempted

@@ -159,3 +159,56 @@ def test_a_redis_shared_pass_has_a_crawl_passes_row_and_its_rows_carry_it(api, m
     assert passes == [(1, 1, 1, END - 2, 0, 0), (2, 1, 1, END - 3, 12, 1)]
     assert mysql_query(mysql_url, "SELECT DISTINCT pass_id FROM product_changes") == [(2,)]
     assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products WHERE pass_id IS NULL") == [(0,)]
+
+
+GONE = tuple(range(181, 201))  # a tenth of the catalogue gone in pass 2: the table marks the drop
+REBRANDED = (1, 2, 3, 4)  # an untracked column by default
+
+
+def shrunk(version: int) -> list[dict]:
+    items = [item for item in catalogue(version) if version < 2 or item["id"] not in GONE]
+    for item in items:
+        if version >= 2 and item["id"] in REBRANDED:
+            item["brand"] = "Other"
+    return items
+
+
+@pytest.mark.parametrize(("tracking", "kind"), [("all", "mysql"), ("all", "sqlite"), ("none", "sqlite")])
+def test_track_changes_all_and_none_and_scrapy_passes_marks_a_drop_in_stored(api, tracking, kind, request,
+                                                                               tmp_path):
+    url = request.getfixturevalue("mysql_url") if kind == "mysql" else f"sqlite:///{tmp_path / 'changes.db'}"
+    for version in (1, 2, 2):  # the third pass sees the same catalogue: nothing changes, nothing is removed again
+        api.put(shrunk(version))
+        result = run_crawl("-a", "start_id=1", "-a", f"end_id={END}",
+                           settings={"API_BASE_URL": api.base_url, "DATABASE_URL": url, "TRACK_CHANGES": tracking})
+        assert result.returncode == 0, result.stderr[-3000:]
+    changes = query(url, "SELECT product_id, pass_id, field, old_value, new_value FROM product_changes")
+    removed_at = dict(query(url, "SELECT product_id, removed_at FROM products WHERE removed_at IS NOT NULL"))
+    assert sorted(removed_at) == sorted((REMOVED_ID, *GONE))
+    if tracking == "none":
+        assert changes == []
+    else:
+        expected = [c for c in expected_changes(removed_at[REMOVED_ID]) if c[1] == 2]
+        expected += [(i, 2, "brand", f"Brand {i % 7}", "Other") for i in REBRANDED]
+        expected += [(i, 2, "removed", None, removed_at[i]) for i in GONE]
+        assert sorted(changes) == sorted(expected)
+    # The removed keep their rows and their last values; the third pass removed nothing again.
+    assert query(url, "SELECT product_id, name, stock, pass_id FROM products WHERE removed_at IS NOT NULL "
+                      "ORDER BY product_id") == [(i, f"Product {i}", i % 50 + 1, 1) for i in sorted(removed_at)]
+    stored = END - len(ABSENT)
+    gone = len(GONE) + 1
+    summaries = query(url, "SELECT pass_id, stored, missing, changed, removed FROM crawl_passes ORDER BY pass_id")
+    changed = None if tracking == "none" else len(PRICE_CHANGED) + len(STOCK_CHANGED) + len(REBRANDED)
+    assert summaries == [(1, stored, 2, None if tracking == "none" else 0, 0),
+                         (2, stored - gone, 2 + gone, changed, gone),
+                         (3, stored - gone, 2 + gone, None if tracking == "none" else 0, 0)]
+
+    shown = run_scrapy("passes", "-n", "3", env=crawl_env(DATABASE_URL=url))
+    assert shown.returncode == 0, shown.stderr
+    cells = [re.split(r"\s{2,}", line) for line in shown.stdout.splitlines()[1:]]
+    assert [row[0] for row in cells] == ["3", "2", "1"]
+    # 177 of 198: 11 % fewer, marked on pass 2 only (pass 3 kept pass 2's count).
+    assert cells[1][4] == f"{stored - gone} (-11 %)"
+    assert cells[0][4] == str(stored - gone) and cells[2][4] == str(stored)
+    assert [row[7] for row in cells] == (["-", "-", "-"] if tracking == "none" else ["0", str(changed), "0"])
+    assert [row[8] for row in cells] == ["0", str(gone), "0"]

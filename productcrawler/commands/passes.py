@@ -18,8 +18,7 @@ from scrapy.exceptions import UsageError
 
 from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.passes.summary import COVERAGE_COLUMNS, PassSummary, passes_summary
-from productcrawler.preflight import describe
-from productcrawler.storage.database import DatabaseTarget
+from productcrawler.preflight import connect_database
 
 if TYPE_CHECKING:
     import argparse
@@ -64,12 +63,7 @@ class Command(ScrapyCommand):
 
 
 def _read(config: CrawlConfig, count: int) -> list[PassSummary]:
-    target = DatabaseTarget.from_url(config.database_url)
-    try:
-        connection = target.connect()
-    except Exception as error:  # noqa: BLE001
-        raise ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: "
-                          f"{describe(error, config.database_url, tls_option='ssl_ca')}") from None
+    target, connection = connect_database(config.database_url)
     try:
         try:
             # One more than shown: the oldest shown pass is compared with the one before it.

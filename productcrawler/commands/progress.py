@@ -17,9 +17,8 @@ from scrapy.commands import ScrapyCommand
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.passes.database_sql import as_datetime, outcome_counts
 from productcrawler.passes.redis_pass import RedisPass
-from productcrawler.preflight import describe
+from productcrawler.preflight import connect_database, describe
 from productcrawler.redis_connection import async_redis_client
-from productcrawler.storage.database import DatabaseTarget
 
 if TYPE_CHECKING:
     import argparse
@@ -90,12 +89,7 @@ def _id_list(descriptor: str) -> str:
 
 
 def _from_database(config: CrawlConfig) -> list[str]:
-    target = DatabaseTarget.from_url(config.database_url)
-    try:
-        connection = target.connect()
-    except Exception as error:  # noqa: BLE001
-        raise ConfigError(f"DATABASE_URL={target.shown_url!r}: cannot use the database: "
-                          f"{describe(error, config.database_url, tls_option='ssl_ca')}") from None
+    target, connection = connect_database(config.database_url)
     try:
         cursor = connection.cursor()
         try:

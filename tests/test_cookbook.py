@@ -329,3 +329,20 @@ def test_fetch_and_shell_with_a_query_key_show_no_key(imitations):
     assert all(f"apiKey={bestbuy.API_KEY}" in a["query"] for a in arrivals)
     for text in (fetched.stdout, fetched.stderr, shell.stdout, shell.stderr):
         assert bestbuy.API_KEY not in text
+
+
+@pytest.mark.parametrize(("name", "key", "shown"), [
+    ("magento", "WS12 M/Blue", "'product_id': 'WS12 M/Blue',"),
+    ("shopify", str(shopify.FIRST_ID), f"'product_id': {shopify.FIRST_ID},"),
+])
+def test_parse_gives_the_id_its_type(imitations, name, key, shown, tmp_path):
+    """``scrapy parse`` of a product URL: the id read back from the URL is PRODUCT_ID_TYPE's (a SKU, decoded)."""
+    imitations.reset()
+    api = APIS.get(name) or Api(name, magento.TOKEN, [], (0, 0), tuple, ())
+    settings = {name: value for name, value in imitations.settings(api).items() if name != "PRODUCT_IDS"}
+    url = settings["PRODUCT_URL"].replace("{id}", quote(key, safe=""))
+    result = run_scrapy("parse", "--nolog", "--spider", "products", url,
+                        env=crawl_env(**settings, DATABASE_URL=f"sqlite:///{tmp_path}/parse.db"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert shown in result.stdout, result.stdout[-3000:]
+    assert "id_mismatch" not in result.stdout + result.stderr

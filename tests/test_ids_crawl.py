@@ -77,6 +77,10 @@ def test_a_file_of_sparse_64_bit_ids_with_duplicates_fetches_exactly_its_lines(s
     assert mysql_query(mysql_url, "SELECT pass_id, start_id, end_id, ids_digest, ids_count, source_pass_id, "
                                   "finished_at IS NOT NULL FROM crawl_passes") == [
         (1, 1, len(listed), digest, len(listed), None, 1)]
+    # Its summary counts the rows it stamped (positions 1..N are not ids: no range restricts them).
+    missing = sum(catalog.is_missing(i) for i in ids)
+    assert mysql_query(mysql_url, "SELECT stored, missing, failed FROM crawl_passes") == [
+        (len(ids) - missing, missing, 0)]
     # A run over the same file is a new pass: the finished one is not resumed.
     code, output = finish(start_crawl("-a", f"ids=@{path}", settings={**settings, **FAST}))
     assert code == 0 and "Starting pass 2 over" in output, output[-3000:]

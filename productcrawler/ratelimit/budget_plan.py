@@ -40,6 +40,9 @@ LEVEL_MARGIN = 0.05  # of a leaky bucket's size, at least 1
 LEAK_SAFETY = 0.97  # of the measured leak rate
 PROBE_INTERVAL = 0.1  # seconds between requests while a leak rate is unknown
 RESET_MARGIN = 0.005  # seconds after a reset before the new window's first request
+#: Requests of one process let through and not yet gone: enough that a late wake-up or a
+#: Redis round trip does not hold the next one up, few enough that a new report soon applies.
+AHEAD = 4
 
 
 class Budget(NamedTuple):
@@ -145,21 +148,21 @@ class Plan:
 
 
 class LocalBudgetGate:
-    """The plan of one process; the requests go through it one at a time, in order."""
+    """The plan of one process; at most ``AHEAD`` requests let through wait for their time at once."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.plan = Plan()
         self.clock = clock
-        self._lock = asyncio.Lock()
+        self._ahead = asyncio.Semaphore(AHEAD)
 
     def __str__(self) -> str:
         return "local budget"
 
     async def admit(self) -> int:
         """Wait until the budget lets one more request go; its number."""
-        if self.plan.report is None and not self._lock.locked():
+        if self.plan.report is None and not self._ahead.locked():
             return self.plan.claim(self.clock())[0]
-        async with self._lock:
+        async with self._ahead:
             seq, at = self.plan.claim(self.clock())
             delay = at - self.clock()
             if delay > 0:

@@ -41,6 +41,7 @@ class WindowReport:
     observed_at: float
     remaining: int
     reset_at: float  # the latest the reset can be
+    reset_from: float | None  # the earliest
     quota: int | None
     window: float | None  # seconds, announced or measured; None: unknown
 
@@ -94,7 +95,7 @@ class BudgetReader:
             self._epoch_reset = epoch
         self._longest_reset = max(self._longest_reset, budget.reset_after)
         window = budget.window or self._window
-        return WindowReport(seq, at, budget.remaining, self._bounds[1], budget.quota,
+        return WindowReport(seq, at, budget.remaining, self._bounds[1], self._bounds[0], budget.quota,
                             window if window is not None else (self._longest_reset or None))
 
     def _new_window(self, low: float, high: float, budget: WindowBudget, at: float,

@@ -11,9 +11,9 @@ budget and N instances spend one budget between them.
 
 An instance talks to Redis for its requests only once it has seen a budget
 in an answer itself: a crawl of an API that announces none makes no call
-more than before. Requests are let through one at a time per instance (one
-call each, then the wait until its time), with no blocking call on the
-reactor (redis-py's asyncio client).
+more than before. Each request let through is one call, then the wait
+until its time, at most ``AHEAD`` at once per instance, with no blocking
+call on the reactor (redis-py's asyncio client).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from productcrawler.ratelimit import budget_plan
-from productcrawler.ratelimit.budget_plan import Budget
+from productcrawler.ratelimit.budget_plan import AHEAD, Budget
 from productcrawler.ratelimit.budget_reader import LeakyReport, Report
 from productcrawler.redis_connection import AsyncClient, async_redis_client
 
@@ -60,10 +60,12 @@ class RedisBudgetGate:
         self.key: str = f"{key_prefix}:ratelimit:budget"
         self.cap: float = cap
         self.clock: Callable[[], float] = clock
-        self.active: bool = False  # this instance has seen a budget
+        # Whether requests go through the shared budget: unknown until the first request
+        # asks Redis; then yes if another instance has recorded a budget or once this one sees one.
+        self.active: bool | None = None
         self.redis_calls: int = 0
         self._budget: Budget | None = None
-        self._lock = asyncio.Lock()
+        self._ahead = asyncio.Semaphore(AHEAD)
         self._error_logged: bool = False
         self._claim = client.register_script(CLAIM_SCRIPT)
         self._report = client.register_script(REPORT_SCRIPT)
@@ -78,9 +80,11 @@ class RedisBudgetGate:
 
     async def admit(self) -> int | None:
         """Wait until the shared budget lets one more request go; its number (None: no budget seen yet)."""
-        if not self.active:
+        if self.active is False:
             return None
-        async with self._lock:
+        async with self._ahead:
+            if self.active is False:
+                return None
             args = [repr(KEY_TTL), repr(budget_plan.QUOTA_MARGIN), repr(budget_plan.LEVEL_MARGIN),
                     repr(budget_plan.LEAK_SAFETY), repr(budget_plan.PROBE_INTERVAL),
                     repr(budget_plan.RESET_MARGIN), repr(self.cap)]
@@ -94,6 +98,8 @@ class RedisBudgetGate:
             server_now, at, seq, pace, left, reset_in = (float(value) for value in reply)
             self._budget = (None if pace < 0 else
                             Budget(pace, left, None if reset_in < 0 else reset_in))
+            if self.active is None:
+                self.active = self._budget is not None
             delay = at - server_now
             if delay > 0:
                 await asyncio.sleep(max(0.0, received + delay - self.clock()))
@@ -109,7 +115,9 @@ class RedisBudgetGate:
         else:
             values = ["w", seq, repr(age), report.remaining, repr(report.reset_at - report.observed_at),
                       -1 if report.quota is None else report.quota,
-                      -1 if report.window is None else repr(report.window)]
+                      -1 if report.window is None else repr(report.window),
+                      repr((report.reset_from if report.reset_from is not None else report.reset_at)
+                           - report.observed_at)]
         try:
             self.redis_calls += 1
             await self._report(keys=[self.key], args=[repr(KEY_TTL), *values])

@@ -34,8 +34,10 @@ if kind == 'w' then
     else
       local r = reset_at + window
       while r + reset_margin <= at do r = r + window end
+      local width = reset_at - (tonumber(redis.call('HGET', key, 'reset_lo')) or reset_at)
       rseq, remaining, reset_at = seq - 1, quota, r
-      redis.call('HSET', key, 'rseq', rseq, 'remaining', remaining, 'reset_at', fmt(r), 'observed_at', fmt(at))
+      redis.call('HSET', key, 'rseq', rseq, 'remaining', remaining, 'reset_at', fmt(r), 'reset_lo', fmt(r - width),
+        'observed_at', fmt(at))
     end
   end
   if kind then

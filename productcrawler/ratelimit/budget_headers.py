@@ -175,8 +175,8 @@ def _ietf_split(headers: Headers) -> WindowBudget | None:
         if not members or isinstance(members[0][0], bool) or not isinstance(members[0][0], int):
             raise Malformed(f"RateLimit-Limit: {limit!r} is not a quota")
         quota = members[0][0]
-        w = _sf_integer("RateLimit-Limit", members[0][1], "w", required=False)
-        window = None if w is None else float(w)
+        windows = [_sf_integer("RateLimit-Limit", params, "w", required=False) for _value, params in members]
+        window = next((float(w) for w in windows if w is not None), None)
     return WindowBudget(IETF, _count("RateLimit-Remaining", remaining), reset, resolution,
                         quota=quota, window=window)
 

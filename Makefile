@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # pytest-xdist workers for the tests that do not measure time (see `test`).
 TEST_WORKERS ?= 2
 
-.PHONY: demo test setup
+.PHONY: demo test setup test-tools
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,13 +15,18 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 
 setup: $(BIN)/.installed
 
+# The programs the suite runs besides Python (servers of its own, promtool, a
+# Pushgateway): checked, and installed from Debian's packages where missing.
+test-tools:
+	bash scripts/test-tools.sh
+
 demo: setup
 	$(BIN)/python scripts/demo.py
 
 # Two runs, both always made: the tests that do not measure time on TEST_WORKERS
 # workers (whole files per worker), then the `timing` tests (rates and delays
 # measured in real time) alone, with nothing else running beside them. Fails if either fails.
-test: setup
+test: setup test-tools
 	@status=0; \
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not timing" tests || status=1; \
 	$(BIN)/python -m pytest -q -m timing tests || status=1; \

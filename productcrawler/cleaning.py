@@ -4,10 +4,13 @@ A product has an id and a name; real product APIs (Shopify's products, Amazon
 SP-API's catalog items, ...) return at least an id and a title or name, so a
 200 without both is treated as a bad response. Where they are in the JSON
 (``id`` or ``product_id``, an envelope, ``PRODUCT_FIELDS``) is ``payload.py``'s
-business. The other fields are optional. An optional field that is absent, ``null`` or a blank
-string is stored as NULL and not reported; one that is present but unusable
-(wrong type, unparseable, out of range, empty once its markup is removed) is
-stored as NULL and its name is returned so the caller counts it.
+business. The other fields are optional. An optional field that is ``null`` or a blank
+string is stored as NULL and not reported; one that is absent from the answer
+is stored as NULL and its name is put in the caller's ``absent`` list (the
+spider counts it, ``cleaning/absent/<column>``: a renamed field shows there);
+one that is present but unusable (wrong type, unparseable, out of range,
+empty once its markup is removed) is stored as NULL and its name is returned
+so the caller counts it (``cleaning/invalid/<column>``).
 
 Every field cleaner takes the decoded JSON value (``None`` included) and
 returns the cleaned value or ``None``; ``clean_name`` raises ``BadResponse``
@@ -29,7 +32,7 @@ from productcrawler.items import ProductItem
 from productcrawler.payload import ABSENT, DEFAULT_SHAPE, BadResponse, PayloadShape
 
 __all__ = ["BadResponse", "clean_count", "clean_label", "clean_name", "clean_price", "clean_rating",
-           "parse_product"]
+           "parse_product", "product_keys"]
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -64,15 +67,19 @@ _UNWANTED_CHARS = re.compile("[<>\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def parse_product(
-    body: bytes, requested_id: int, fetched_at: datetime, shape: PayloadShape = DEFAULT_SHAPE
+    body: bytes, requested_id: int, fetched_at: datetime, shape: PayloadShape = DEFAULT_SHAPE,
+    absent: list[str] | None = None,
 ) -> tuple[ProductItem, list[str]]:
     """Decode, validate and clean one API response body.
 
     ``shape`` says where the fields are (``PRODUCT_FIELDS``; default: the
     rules of ``payload.py``). Returns the item and the names of the fields
-    whose value had to be dropped (stored NULL). Raises ``BadResponse`` when
-    the body is not a product.
+    whose value had to be dropped (stored NULL); the optional fields the
+    answer does not have at all are appended to ``absent`` if given. Raises
+    ``BadResponse`` when the body is not a product.
     """
+    if absent is None:
+        absent = []
     data = shape.extract(_decode(body))
     payload_id = _decimal(data["product_id"])
     if payload_id is None:
@@ -84,15 +91,24 @@ def parse_product(
     item = ProductItem(
         product_id=requested_id,
         name=clean_name(data["name"]),
-        price=_optional(data, "price", clean_price, dropped),
-        stock=_optional(data, "stock", clean_count, dropped),
-        category=_optional(data, "category", clean_label, dropped),
-        brand=_optional(data, "brand", clean_label, dropped),
-        rating=_optional(data, "rating", clean_rating, dropped),
-        sales_count=_optional(data, "sales_count", clean_count, dropped),
+        price=_optional(data, "price", clean_price, dropped, absent),
+        stock=_optional(data, "stock", clean_count, dropped, absent),
+        category=_optional(data, "category", clean_label, dropped, absent),
+        brand=_optional(data, "brand", clean_label, dropped, absent),
+        rating=_optional(data, "rating", clean_rating, dropped, absent),
+        sales_count=_optional(data, "sales_count", clean_count, dropped, absent),
         update_time=fetched_at,  # the payload's own timestamp is not trusted
     )
     return item, dropped
+
+
+def product_keys(body: bytes, shape: PayloadShape = DEFAULT_SHAPE) -> tuple[str, ...]:
+    """The keys of the product object of an answer that parsed as a product (for messages).
+
+    Nested objects show their keys one level down (``pricing.current``).
+    Decodes the body again: only for the few answers a message quotes.
+    """
+    return shape.keys_of(_decode(body))
 
 
 def clean_name(value: object) -> str:
@@ -211,9 +227,11 @@ def _optional(
     field: str,
     cleaner: Callable[[object], _T | None],
     dropped: list[str],
+    absent: list[str],
 ) -> _T | None:
     raw = data[field]
     if raw is ABSENT:
+        absent.append(field)
         return None
     value = cleaner(raw)
     if value is None and not _is_blank(raw):

@@ -31,6 +31,14 @@ It differs only in how a response is read:
   aiohttp handler asserts there is one, which would turn an answer into an
   error no retry handles and that the guard would blame on ``DOWNLOAD_HANDLERS``.
 
+It is also where the API's credential goes in (``API_AUTH``, ``API_KEY``,
+``API_HEADERS``: ``config/auth.py``), on the way to aiohttp and only for the
+API's own URLs: the request itself never holds the key, so no queue, log line
+(Scrapy's ``Crawled``/``Retrying``/error lines, ``scrapy fetch``), stats or
+retry copy of it can show it; an error whose message would is raised with the
+key masked and without the library's error chained. Scrapy's own path (above)
+sends through :meth:`_make_request`, which does the same.
+
 The class is a subclass of Scrapy's handler (in a private module in Scrapy
 2.19: one more reason Scrapy is pinned) and overrides its documented hooks and
 ``download_request``; nothing of Scrapy's is patched.
@@ -42,6 +50,7 @@ import ipaddress
 import logging
 import ssl
 import time
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -61,14 +70,17 @@ from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from scrapy.utils._download_handlers import get_dataloss_msg, get_warnsize_msg
 
-from productcrawler.config import mask_credentials
+from productcrawler.config import crawl_config, mask_credentials
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
     from ipaddress import IPv4Address, IPv6Address
 
     from scrapy import Request
     from scrapy.core.downloader.handlers._aiohttp import _ClientResponse
     from scrapy.crawler import Crawler
+
+    from productcrawler.config.auth import ApiAuth
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +103,20 @@ def _scrapy_error(error: BaseException, request: Request, timeout: float) -> Exc
     return DownloadFailedError(message)
 
 
+def _raise(error: Exception, cause: BaseException, auth: ApiAuth | None) -> None:
+    """Raise ``error`` (from ``cause``); sent with a credential, with any form of it in the message masked.
+
+    aiohttp's own error (the cause) may quote the URL sent, key and all: it is
+    then not chained, since a traceback would print it.
+    """
+    if auth is not None:
+        message = str(error)
+        scrubbed = auth.scrub(message)
+        if scrubbed != message or auth.scrub(str(cause)) != str(cause):
+            raise type(error)(scrubbed) from None
+    raise error from cause
+
+
 #: The header aiohttp sends for an empty body given as b"" (Scrapy's handler), added when the body is None.
 _NO_BODY = ("Content-Length", "0")
 
@@ -111,6 +137,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._addresses: dict[str, IPv4Address | IPv6Address] = {}
         self._response_classes: dict[tuple[bytes | None, bytes | None], type[Response]] = {}
+        self._auth: ApiAuth | None = crawl_config(crawler).api_auth
 
     async def download_request(self, request: Request) -> Response:
         if self._tls_verbose_logging or request.meta.get("bindaddress") or self._download_watched():
@@ -122,10 +149,22 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         return any(any(liveReceivers(getAllReceivers(self._sender, signal)))
                    for signal in (signals.headers_received, signals.bytes_received))
 
+    def _wire(self, request: Request, headers: list[tuple[str, str]]) -> tuple[str | yarl.URL, ApiAuth | None]:
+        """The URL to send and the credential, which ``headers`` now carries, if it goes to this URL."""
+        url = request.url
+        auth = self._auth
+        if auth is not None and auth.sends_to(url):
+            url = auth.url_for(url)
+            headers += auth.headers
+        else:
+            auth = None
+        return (yarl.URL(url, encoded=True) if request.meta.get("verbatim_url") else url), auth
+
     async def _download(self, request: Request) -> Response:
         meta = request.meta
         timeout = meta.get("download_timeout", self._DEFAULT_CONNECT_TIMEOUT)
-        url: str | yarl.URL = yarl.URL(request.url, encoded=True) if meta.get("verbatim_url") else request.url
+        headers = self._headers_to_send(request)
+        url, auth = self._wire(request, headers)
         started = time.monotonic()
         try:
             # An empty body is None: aiohttp then writes the request in this call, where with b""
@@ -133,16 +172,31 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
             # Python < 3.12), after the rate limit's last check (ratelimit/handler.py). The
             # "Content-Length: 0" aiohttp sends for b"" is among the headers, so the API sees the same request.
             async with self._session.request(
-                request.method, url, data=request.body or None, headers=self._headers_to_send(request),
+                request.method, url, data=request.body or None, headers=headers,
                 timeout=self._timeout(timeout), ssl=self._ssl_for(request), allow_redirects=False,
                 proxy=self._extract_proxy_url_with_creds(request),
             ) as response:
                 meta["download_latency"] = time.monotonic() - max(started, meta.get(WRITE_STARTED, started))
-                headers = self._extract_headers(response)
-                body, flags = await self._read_body(response, request, headers)
-                return self._response(response, request, headers, body, flags)
+                received = self._extract_headers(response)
+                body, flags = await self._read_body(response, request, received)
+                return self._response(response, request, received, body, flags)
         except (TimeoutError, aiohttp.ClientError) as error:
-            raise _scrapy_error(error, request, timeout) from error
+            _raise(_scrapy_error(error, request, timeout), error, auth)
+
+    @asynccontextmanager
+    async def _make_request(self, request: Request, timeout: float) -> AsyncIterator[_ClientResponse]:
+        """Scrapy's hook for its own path: its request, with the credential added as in :meth:`_download`."""
+        headers = self._request_headers(request).to_tuple_list()
+        url, auth = self._wire(request, headers)
+        try:
+            async with await self._session.request(
+                request.method, url, data=request.body, headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout), ssl=self._ssl_context, allow_redirects=False,
+                proxy=self._extract_proxy_url_with_creds(request),
+            ) as response:
+                yield response  # type: ignore[misc]
+        except (TimeoutError, aiohttp.ClientError) as error:
+            _raise(_scrapy_error(error, request, timeout), error, auth)
 
     @staticmethod
     def _headers_to_send(request: Request) -> list[tuple[str, str]]:

@@ -40,6 +40,7 @@ _DEFAULT_KEYS: dict[str, tuple[str, ...]] = {
 }
 DETAIL_MAX_LENGTH = 100
 KEYS_SHOWN = 8
+PRODUCT_KEYS_SHOWN = 30
 
 #: A value that is not in the payload at all (as opposed to JSON ``null``).
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT", "__slots__": ()})()
@@ -139,6 +140,25 @@ class PayloadShape:
         if values["name"] is ABSENT:
             raise self._no_product(data, product, "name")
         return values
+
+    def keys_of(self, data: object) -> tuple[str, ...]:
+        """The keys of the product object in ``data``, nested objects' keys one level down.
+
+        ``{"id": 1, "pricing": {"current": 5}}`` gives ``id, pricing.current``;
+        at most ``PRODUCT_KEYS_SHOWN`` of them.
+        """
+        if type(data) is not dict:
+            return ()
+        product = self._product_object(data)
+        if product is None:
+            return ()
+        keys: list[str] = []
+        for key, value in product.items():
+            if type(value) is dict and value:
+                keys += (f"{key}.{inner}" for inner in value)
+            else:
+                keys.append(str(key))
+        return tuple(keys[:PRODUCT_KEYS_SHOWN])
 
     def _product_object(self, data: dict[str, Any]) -> dict[str, Any] | None:
         id_parent = self._id_parent  # type: ignore[attr-defined]

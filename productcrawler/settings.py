@@ -33,7 +33,8 @@ DOWNLOADER_MIDDLEWARES = {
     # Default middlewares with nothing to do for an API client; each costs a
     # call per request or response (bench/cpu.py measures the difference).
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,  # no allowed_domains
-    "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,  # auth is ApiKeyMiddleware's
+    # API_AUTH/API_KEY go in at the download handler (download_handler.py), never on the request.
+    "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,  # few-KB JSON
     "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,  # proxies are ProxyMiddleware's
     # Same counts under the same names, without rendering each request and
@@ -44,7 +45,6 @@ DOWNLOADER_MIDDLEWARES = {
     # or backoff with jitter) in the scheduler. Scrapy's RETRY_* settings apply.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "productcrawler.retry.middleware.ApiRetryMiddleware": 550,
-    "productcrawler.middlewares.auth.ApiKeyMiddleware": 590,
     # Off unless PROXY_URLS is set: picks a healthy proxy before the rate limit's token.
     "productcrawler.proxies.middleware.ProxyMiddleware": 800,
     # Closest to the downloader: every request actually sent takes a token,
@@ -78,6 +78,8 @@ EXTENSIONS = {
     "productcrawler.extensions.gc_tuning.GcTuning": 520,
     # Stops a crawl whose answers say the configuration is wrong (GUARD_* settings).
     "productcrawler.extensions.guard.WholesaleFailureGuard": 530,
+    # Off unless PUSHGATEWAY_URL is set: the run's pass summary, pushed at its end.
+    "productcrawler.extensions.pushgateway.PushgatewayPush": 540,
     # Our progress line replaces Scrapy's per-minute "Crawled N pages" line.
     "scrapy.extensions.logstats.LogStats": None,
     # AutoThrottle's rule, applied as the token bucket's pace instead of a

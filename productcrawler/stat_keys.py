@@ -46,13 +46,31 @@ RETRY_AFTER_HONOURED = f"{PREFIX}/retry/retry_after_honoured"
 RETRY_AFTER_CAPPED = f"{PREFIX}/retry/retry_after_capped"
 RETRY_AFTER_MALFORMED = f"{PREFIX}/retry/retry_after_malformed"
 
+#: What the stored products' batches did: new rows, rows whose values changed, rows only
+#: touched (last seen), rows marked removed (a 404), removed rows that came back.
+PRODUCTS_NEW = f"{PREFIX}/products/new"
+PRODUCTS_CHANGED = f"{PREFIX}/products/changed"
+PRODUCTS_UNCHANGED = f"{PREFIX}/products/unchanged"
+PRODUCTS_REMOVED = f"{PREFIX}/products/removed"
+PRODUCTS_RETURNED = f"{PREFIX}/products/returned"
+CHANGE_ROWS = f"{PREFIX}/products/change_rows"
+
 GUARD_HELD = f"{PREFIX}/guard/held"  # outcomes held back while a streak was open
 GUARD_DROPPED = f"{PREFIX}/guard/dropped"  # held outcomes dropped when the guard tripped
+#: Products held while the field-drift check looked at the pass's first answers.
+GUARD_DRIFT_HELD = f"{PREFIX}/guard/drift_held"
+#: 1 once a Pushgateway push failed (the crawl goes on; a WARNING says why).
+PUSHGATEWAY_FAILED = f"{PREFIX}/pushgateway/failed"
 
 
 def cleaning_invalid(field: str) -> str:
     """A value of ``field`` that had to be dropped (stored as NULL)."""
     return f"cleaning/invalid/{field}"
+
+
+def cleaning_absent(field: str) -> str:
+    """An answer without ``field`` at all (stored as NULL): a renamed or dropped field shows here."""
+    return f"cleaning/absent/{field}"
 
 
 def bad_response(reason: str) -> str:

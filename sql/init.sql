@@ -11,6 +11,8 @@ CREATE TABLE IF NOT EXISTS products (
     update_time DATETIME NOT NULL,
     created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
     pass_id INT NULL,
+    first_seen DATETIME NULL,
+    removed_at DATETIME NULL,
     UNIQUE KEY uk_product_id (product_id),
     KEY idx_category (category),
     KEY idx_brand (brand)
@@ -32,6 +34,26 @@ CREATE TABLE IF NOT EXISTS crawl_passes (
     start_id INT NOT NULL,
     end_id INT NOT NULL,
     started_at DATETIME NOT NULL,
-    finished_at DATETIME NULL
+    finished_at DATETIME NULL,
+    stored INT NULL,
+    missing INT NULL,
+    failed INT NULL,
+    changed INT NULL,
+    removed INT NULL,
+    coverage TEXT NULL,
+    redis_token VARCHAR(64) NULL,
+    UNIQUE KEY uk_redis_token (redis_token)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+CREATE TABLE IF NOT EXISTS product_changes (
+    id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    product_id INT NOT NULL,
+    pass_id INT NULL,
+    changed_at DATETIME NOT NULL,
+    field VARCHAR(64) NOT NULL,
+    old_value VARCHAR(255) NULL,
+    new_value VARCHAR(255) NULL,
+    KEY idx_changes_product (product_id, changed_at),
+    KEY idx_changes_pass (pass_id, field)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 

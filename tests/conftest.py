@@ -246,6 +246,14 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     yield from _running(RedisClusterServers(tmp_path_factory.mktemp("redis-cluster")))
 
 
+@pytest.fixture(scope="session")
+def pushgateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Debian's prometheus-pushgateway on an ephemeral port of 127.0.0.1, once per session."""
+    from tests.servers import Pushgateway
+
+    yield from _running(Pushgateway(tmp_path_factory.mktemp("pushgateway")))
+
+
 # --- local forwarding proxies (simulator.proxies) ---
 
 #: The local proxies' credentials (the crawl must send them: they answer 407 otherwise).

@@ -358,3 +358,19 @@ class LoopServer:
             yield server
         finally:
             on_reactor_loop(server.runner.cleanup())
+
+
+# --- either database, by its URL -----------------------------------------------
+
+
+def query(url: str, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` from a crawl's ``DATABASE_URL``: MySQL (mysql_url) or SQLite (sqlite:///path)."""
+    if url.startswith("sqlite:///"):
+        import sqlite3
+
+        connection = sqlite3.connect(url[len("sqlite:///"):])
+        try:
+            return [tuple(row) for row in connection.execute(sql).fetchall()]
+        finally:
+            connection.close()
+    return mysql_query(url, sql)

@@ -13,9 +13,11 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import re
 import shutil
 import subprocess
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -296,3 +298,47 @@ class RedisClusterServers:
     def stop(self) -> None:
         if self.processes:
             stop(self.processes)
+
+
+# --- a Prometheus Pushgateway (Debian's prometheus-pushgateway) ---------------------
+
+_PUSHGATEWAY_ADDRESS = re.compile(r'msg="Listening on" address=(127\.0\.0\.1:\d+)')
+
+
+class Pushgateway:
+    """The real Pushgateway on an ephemeral port of 127.0.0.1 (it logs the address it got), in memory only."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def start(self) -> None:
+        log = self.directory / "pushgateway.log"
+        with log.open("wb") as output:
+            self.process = subprocess.Popen(
+                [binary("prometheus-pushgateway"), "--web.listen-address=127.0.0.1:0", "--persistence.file=",
+                 "--web.enable-admin-api"], stdout=output, stderr=subprocess.STDOUT)
+
+        def listening() -> bool:
+            found = _PUSHGATEWAY_ADDRESS.search(log.read_text(errors="replace"))
+            if found:
+                self.url = f"http://{found[1]}"
+            return found is not None
+
+        _wait(listening, self.process, "prometheus-pushgateway", log)
+
+    def metrics(self) -> str:
+        """The text of its /metrics: every series pushed to it, and its own."""
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(f"{self.url}/metrics",
+                                                                             timeout=10) as answer:
+            return answer.read().decode()
+
+    def wipe(self) -> None:
+        """Delete every pushed group (its admin API)."""
+        request = urllib.request.Request(f"{self.url}/api/v1/admin/wipe", method="PUT")
+        urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=10).close()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop([self.process])

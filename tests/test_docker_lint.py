@@ -248,8 +248,9 @@ def test_monitoring_services_are_behind_a_profile_and_load_everything_without_cl
                             timeout=60, check=False)
     assert (result.returncode, result.stderr) == (0, "")
     services = json.loads(result.stdout)["services"]
-    assert set(services) == {"mysql", "redis", "simulator", "crawler", "prometheus", "grafana"}
-    for name in ("prometheus", "grafana"):
+    assert set(services) == {"mysql", "redis", "simulator", "crawler", "prometheus", "grafana", "pushgateway",
+                             "alertmanager"}
+    for name in ("prometheus", "grafana", "pushgateway", "alertmanager"):
         assert compose["services"][name]["profiles"] == ["monitoring"], name
         # Only on the host's loopback.
         assert all(port["host_ip"] == "127.0.0.1" for port in services[name]["ports"]), name
@@ -264,7 +265,9 @@ def test_monitoring_services_are_behind_a_profile_and_load_everything_without_cl
     assert (ROOT / "monitoring" / "prometheus" / "prometheus.yml").is_file()
     # Prometheus finds every replica of the crawler by its service name, on its metrics port.
     scrape = yaml.safe_load((ROOT / "monitoring" / "prometheus" / "prometheus.yml").read_text())
-    [job] = scrape["scrape_configs"]
+    jobs = {job["job_name"]: job for job in scrape["scrape_configs"]}
+    assert set(jobs) == {"productcrawler", "pushgateway"}
+    job = jobs["productcrawler"]
     crawler = services["crawler"]
     assert job["dns_sd_configs"][0]["names"] == ["crawler"]
     assert str(job["dns_sd_configs"][0]["port"]) == crawler["environment"]["METRICS_PORT"]
@@ -285,3 +288,57 @@ def test_monitoring_services_are_behind_a_profile_and_load_everything_without_cl
                                  / "prometheus.yml").read_text())["datasources"][0]
     assert datasource["url"] == "http://prometheus:9090"
     assert grafana["environment"]["GF_AUTH_ANONYMOUS_ENABLED"] == "true"
+
+
+def test_the_pushgateway_keeps_what_crawlers_push_and_prometheus_scrapes_it_with_their_labels(
+        compose: dict[str, Any]) -> None:
+    services = _monitoring_services()
+    gateway = services["pushgateway"]
+    assert gateway["image"].startswith("prom/pushgateway:")
+    # Persisted in a volume at the image's own (writable) directory: a restart keeps the last pass's
+    # series, so the stale-catalogue alert does not fire for a gateway that restarted.
+    assert "--persistence.file=/pushgateway/pushgateway.data" in gateway["command"]
+    assert [v["target"] for v in gateway["volumes"] if v["type"] == "volume"] == ["/pushgateway"]
+    # Every crawler pushes there by default; set empty, the push is off (the contract accepts both).
+    crawler = services["crawler"]["environment"]
+    assert crawler["PUSHGATEWAY_URL"] == "http://pushgateway:9091"
+    assert CrawlConfig.from_settings(Settings(crawler)).pushgateway_url == "http://pushgateway:9091"
+    assert CrawlConfig.from_settings(Settings({**crawler, "PUSHGATEWAY_URL": ""})).pushgateway_url is None
+    scrape = yaml.safe_load((ROOT / "monitoring" / "prometheus" / "prometheus.yml").read_text())
+    [job] = [job for job in scrape["scrape_configs"] if job["job_name"] == "pushgateway"]
+    assert job["honor_labels"] is True  # the pushed job/ids labels, not the scrape's
+    assert job["static_configs"] == [{"targets": ["pushgateway:9091"]}]
+    assert "pushgateway" in services["prometheus"]["depends_on"]
+
+
+def test_alertmanager_routes_every_alert_to_the_example_webhook_and_prometheus_sends_them_there() -> None:
+    services = _monitoring_services()
+    manager = services["alertmanager"]
+    assert manager["image"].startswith("prom/alertmanager:")
+    assert "--config.file=/etc/alertmanager/alertmanager.yml" in manager["command"]
+    mounts = {v["target"]: v["source"] for v in manager["volumes"] if v["type"] == "bind"}
+    assert mounts == {"/etc/alertmanager": str(ROOT / "monitoring" / "alertmanager")}
+    config_file = ROOT / "monitoring" / "alertmanager" / "alertmanager.yml"
+    amtool = shutil.which("amtool")
+    assert amtool, "amtool is missing: apt-get install prometheus-alertmanager (.ci/run does)"
+    checked = subprocess.run([amtool, "check-config", str(config_file)], capture_output=True, text=True,
+                             timeout=60, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    config = yaml.safe_load(config_file.read_text())
+    [receiver] = config["receivers"]
+    assert config["route"]["receiver"] == receiver["name"]
+    [webhook] = receiver["webhook_configs"]
+    assert webhook["url"].startswith("http") and webhook["send_resolved"] is True
+    scrape = yaml.safe_load((ROOT / "monitoring" / "prometheus" / "prometheus.yml").read_text())
+    [manager_config] = scrape["alerting"]["alertmanagers"]
+    assert manager_config["static_configs"] == [{"targets": ["alertmanager:9093"]}]
+    assert "alertmanager" in services["prometheus"]["depends_on"]
+
+
+def _monitoring_services() -> dict[str, Any]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()}
+    result = subprocess.run([*compose_command(), "-f", str(COMPOSE_FILE), "--profile", "monitoring", "config",
+                             "--format", "json"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert (result.returncode, result.stderr) == (0, "")
+    return json.loads(result.stdout)["services"]

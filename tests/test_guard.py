@@ -188,7 +188,8 @@ def test_a_key_revoked_mid_crawl_stops_the_crawl_and_the_pass_resumes(clean_simu
     assert missing == {i for i in range(1, end + 1) if catalog.is_missing(i)}
 
 
-def test_a_missing_id_still_loses_its_stale_row_when_the_range_ends_on_404s(clean_simulator, mysql_url):
+def test_a_missing_id_still_has_its_stale_row_marked_removed_when_the_range_ends_on_404s(clean_simulator,
+                                                                                         mysql_url):
     # The last ids of the range are missing: their streak is never broken by a
     # 200, so their outcomes are written once nothing is left in flight.
     end = next(i for i in range(150, 5000) if catalog.is_missing(i))
@@ -202,7 +203,9 @@ def test_a_missing_id_still_loses_its_stale_row_when_the_range_ends_on_404s(clea
                   [(i,) for i in stale])
     result = run_crawl("-a", "start_id=1", "-a", f"end_id={end}", settings=settings)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products WHERE name = 'gone'") == [(0,)]
+    # Kept, marked removed (not deleted).
+    assert mysql_query(mysql_url, "SELECT COUNT(*), COUNT(removed_at) FROM products WHERE name = 'gone'") == [
+        (len(stale), len(stale))]
     missing = [r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM crawl_failures "
                                                     "WHERE outcome = 'missing' ORDER BY product_id")]
     assert missing == stale and missing[-1] == end

@@ -1,6 +1,6 @@
 """The monitoring that ships with the stack: alert rules, dashboard, and what a live crawl exposes.
 
-promtool (Debian's ``prometheus`` package; ``.ci/run`` installs it) checks the
+promtool (Debian's ``prometheus`` package; ``make test`` installs it) checks the
 rule file, runs its unit tests and parses every dashboard query. A real crawl
 at 500/s against the simulator, with MySQL and Redis, is scraped while it runs
 and while its endpoint lingers after the end: every metric name the dashboard
@@ -53,7 +53,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 def promtool(*args: str | Path) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("promtool")
     if binary is None:
-        pytest.fail("promtool is missing: apt-get install prometheus (.ci/run does)")
+        pytest.fail("promtool is missing: apt-get install prometheus (`make test` does: scripts/test-tools.sh)")
     return subprocess.run([binary, *map(str, args)], capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -95,8 +95,9 @@ def test_prometheus_config_is_valid_and_loads_the_rules() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
     assert config["rule_files"] == ["alerts.yml"]
-    [job] = config["scrape_configs"]
-    assert job["job_name"] == "productcrawler"  # the rules' up{job="productcrawler"}
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    job = jobs["productcrawler"]  # the rules' up{job="productcrawler"}
+    assert jobs["pushgateway"]["honor_labels"] is True  # pushed series keep job="productcrawler"
     assert job["dns_sd_configs"] == [{"names": ["crawler"], "type": "A", "port": 9410, "refresh_interval": "5s"}]
 
 
@@ -114,7 +115,9 @@ def test_dashboard_is_grafana_json_with_valid_queries_on_the_provisioned_datasou
     titles = {panel["title"] for panel in dashboard["panels"]}
     assert {"Request rate vs cap", "Responses by status", "Latency percentiles",
             "In flight and waiting for a slot", "Retries by reason", "Products stored / missing / failed",
-            "Pass progress", "ETA", "Per instance", "Database and Redis"} <= titles
+            "Pass progress", "ETA", "Per instance", "Database and Redis", "Last complete pass vs the one before",
+            "Coverage by column", "Since the last complete pass", "Last run", "Stored per complete pass",
+            "Coverage per complete pass"} <= titles
     # promtool parses each query (as a recording rule): a typo fails here.
     queries = dashboard_queries()
     rules = {"groups": [{"name": "dashboard", "rules": [
@@ -154,8 +157,9 @@ def _total(samples: Samples, name: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
-    """One crawl of ids 1..END at 500/s with MySQL and Redis, scraped throughout and after its end."""
+def live_crawl(simulator: SimulatorProcess, pushgateway: Any) -> Iterator[dict[str, Any]]:
+    """One crawl of ids 1..END at 500/s with MySQL and Redis, scraped throughout and after its end;
+    what it pushed at its end, read back from a real Pushgateway."""
     database = f"pc_test_{uuid.uuid4().hex[:12]}"
     prefix = f"pctest:{uuid.uuid4().hex[:12]}"
     connection = pymysql.connect(**MYSQL)
@@ -167,7 +171,7 @@ def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
                                       "METRICS_LINGER": LINGER, "RETRY_BACKOFF_BASE": 0.1,
                                       "RETRY_BACKOFF_MAX": 0.5})
     env = crawl_env(API_BASE_URL=simulator.base_url, DATABASE_URL=f"mysql://root@127.0.0.1:3306/{database}",
-                    REDIS_URL=REDIS_URL, REDIS_KEY_PREFIX=prefix)
+                    REDIS_URL=REDIS_URL, REDIS_KEY_PREFIX=prefix, PUSHGATEWAY_URL=pushgateway.url)
     crawl = LoggedCrawl(command, env)
     process, lines, log = crawl.process, crawl.lines, crawl.log
     during: list[Samples] = []
@@ -189,7 +193,9 @@ def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
                 during.append(_scrape(url))
         assert final is not None, "no final scrape:\n" + "".join(log)[-3000:]
         assert process.wait(timeout=30) == 0, "".join(log)[-3000:]
-        yield {"during": during, "final": final, "arrivals": simulator.arrivals(), "log": log}
+        pushed = {sample.name for family in text_string_to_metric_families(pushgateway.metrics())
+                  for sample in family.samples if sample.labels.get("job") == "productcrawler"}
+        yield {"during": during, "final": final, "arrivals": simulator.arrivals(), "log": log, "pushed": pushed}
     finally:
         crawl.kill()
         simulator.set_faults([])
@@ -203,7 +209,9 @@ def live_crawl(simulator: SimulatorProcess) -> Iterator[dict[str, Any]]:
 
 
 def test_every_metric_the_dashboard_and_rules_use_is_exposed_by_a_crawl(live_crawl: dict[str, Any]) -> None:
-    exposed = {name for name, _ in live_crawl["final"]}
+    # Scraped from the crawl while it runs, or pushed by it to the Pushgateway at its end.
+    assert "productcrawler_pass_coverage" in live_crawl["pushed"]
+    exposed = {name for name, _ in live_crawl["final"]} | live_crawl["pushed"]
     missing = {}
     for source, queries in (("dashboard", dashboard_queries()), ("rules", rule_queries())):
         for title, expr in queries:

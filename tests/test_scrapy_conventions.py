@@ -313,15 +313,10 @@ def test_retry_times_and_a_max_retries_written_into_settings_py_are_refused(monk
 @pytest.mark.parametrize("base", ["https://api.example.test/v1", "https://API.Example.test/v1/"])
 def test_the_api_key_is_sent_to_api_base_url_only(url, sent, base):
     from scrapy import Request
-    from scrapy.utils.test import get_crawler
 
-    from productcrawler.middlewares.auth import ApiKeyMiddleware
-
-    crawler = get_crawler(settings_dict={"API_KEY": "k-123", "API_BASE_URL": base})
-    request = Request(url)
-    ApiKeyMiddleware.from_crawler(crawler).process_request(request)
-    assert (request.headers.get("Authorization") == b"Bearer k-123") is sent
-    assert sent or "Authorization" not in request.headers
+    auth = CrawlConfig.from_settings({"API_KEY": "k-123", "API_BASE_URL": base}).api_auth
+    assert auth is not None and auth.headers == (("Authorization", "Bearer k-123"),)
+    assert auth.sends_to(Request(url).url) is sent
 
 
 def test_fetch_beside_a_running_crawl_does_not_take_its_metrics_port(clean_simulator):

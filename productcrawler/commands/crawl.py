@@ -19,16 +19,11 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from productcrawler import preflight, stat_keys
 from productcrawler.config import ConfigError
-from productcrawler.extensions import guard
+from productcrawler.exit_status import exit_code
 from productcrawler.structured_logging import JsonLogging, json_requested
 
 if TYPE_CHECKING:
     import argparse
-
-#: Finish reasons that are not failures: the pass ended, or an operator stopped
-#: it (Ctrl-C, SIGTERM, scrapyd's cancel) and the next run resumes it.
-_CLEAN_REASONS = ("finished", "shutdown")
-
 
 #: What a feed of the products crawl exports unless it says otherwise: the
 #: outcomes of ids that are not products are in crawl_failures, not in the feed.
@@ -76,11 +71,8 @@ class Command(ScrapyCrawlCommand):
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
             return
-        reason = crawler.stats.get_value(stat_keys.EXIT_REASON) or crawler.stats.get_value("finish_reason")
-        if reason in guard.REASONS.values():
-            self.exitcode = guard.EXIT_CODE  # the answers said the configuration is wrong
-        elif reason not in _CLEAN_REASONS:
-            self.exitcode = 1
+        self.exitcode = exit_code(crawler.stats.get_value(stat_keys.EXIT_REASON)
+                                  or crawler.stats.get_value("finish_reason"))
 
     def _report_config_error(self, task: asyncio.Task[None]) -> None:
         """A component refused a setting while the crawler was built: one line, exit 2.

@@ -14,15 +14,20 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import BaseSettings as _BaseSettings
+from w3lib.url import safe_url_string
 
+from productcrawler.config.auth import ApiAuth, api_auth
 from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL, RATE_LIMIT_HEADER_FORMATS
+from productcrawler.config.product_url import ProductUrl
 from productcrawler.config.values import (
     ConfigError,
     database_url,
+    field_drift,
     http_url,
     mask_url,
     number,
     product_fields,
+    pushgateway_url,
     redis_url,
     shown,
     text,
@@ -37,8 +42,31 @@ if TYPE_CHECKING:
 
 #: The tables' product_id is a signed 32-bit INT: a larger id could not be stored.
 MAX_PRODUCT_ID = 2**31 - 1
+#: GUARD_FIELD_DRIFT's smallest sample (but 0, off): see extensions/field_drift.py for why.
+FIELD_DRIFT_MIN_SAMPLE = 20
 #: REDIS_HEARTBEAT_TTL's upper bound, seconds (a day).
 MAX_HEARTBEAT_TTL = 24 * 3600
+#: The products columns TRACK_CHANGES may name (storage/changes.py compares them).
+TRACKABLE_COLUMNS = ("name", "price", "stock", "category", "brand", "rating", "sales_count")
+
+
+def track_changes(raw: Any) -> tuple[str, ...]:
+    """TRACK_CHANGES: comma-separated column names, ``all`` or ``none``; in the table's order."""
+    value = text(raw if isinstance(raw, str) else ",".join(raw) if raw is not None else None)
+    if value is None:
+        raise ConfigError("TRACK_CHANGES is empty; expected column names (e.g. price,stock), all or none")
+    names = [name.strip().lower() for name in value.split(",") if name.strip()]
+    if names == ["all"]:
+        return TRACKABLE_COLUMNS
+    if names == ["none"]:
+        return ()
+    if not names:
+        raise ConfigError(f"TRACK_CHANGES={value!r} names no column; expected column names, all or none")
+    unknown = [name for name in names if name not in TRACKABLE_COLUMNS]
+    if unknown:
+        raise ConfigError(f"TRACK_CHANGES={value!r}: unknown column {', '.join(map(repr, unknown))}; expected "
+                          f"some of {', '.join(TRACKABLE_COLUMNS)}, or all, or none")
+    return tuple(column for column in TRACKABLE_COLUMNS if column in names)
 
 
 def max_retries(settings: BaseSettings) -> int:
@@ -138,6 +166,17 @@ class CrawlConfig:
     guard_404_streak: int
     guard_no_answers: int
     guard_no_answers_seconds: float
+    #: PRODUCT_URL, or ``{API_BASE_URL}/product/{id}`` when it is unset.
+    product_urls: ProductUrl
+    #: Whether PRODUCT_URL was given (messages then name it, not API_BASE_URL).
+    product_url_given: bool
+    #: What every URL of the API starts with (in Scrapy's normal form): where the key may go, and only there.
+    api_prefix: str
+    #: What the download handler adds to the API's requests; None: nothing.
+    api_auth: ApiAuth | None
+    guard_field_drift: int
+    pushgateway_url: str | None
+    track_changes: tuple[str, ...]
 
     @classmethod
     def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,
@@ -190,8 +229,14 @@ class CrawlConfig:
             raise ConfigError(f"REDIS_HEARTBEAT_TTL={shown('REDIS_HEARTBEAT_TTL', ttl_raw)} must be greater than "
                               f"{HEARTBEAT_INTERVAL:g}, the seconds between an instance's heartbeats (a live "
                               "instance would count as dead between two of them)")
+        api_base_url = http_url("API_BASE_URL", get("API_BASE_URL"))
+        product_urls = ProductUrl.parse(get("PRODUCT_URL"), api_base_url)
+        given = text(get("PRODUCT_URL")) is not None
+        # As Scrapy writes request URLs (host lowercased, path percent-encoded), so that it
+        # matches the spider's requests: the base itself, or a URL below it.
+        api_prefix = safe_url_string(product_urls.prefix if given else f"{api_base_url}/")
         return cls(
-            api_base_url=http_url("API_BASE_URL", get("API_BASE_URL")),
+            api_base_url=api_base_url,
             api_key=text(get("API_KEY")),
             api_timeout=api_timeout(settings),
             start_id=start,
@@ -222,6 +267,13 @@ class CrawlConfig:
             guard_no_answers=number("GUARD_NO_ANSWERS", get("GUARD_NO_ANSWERS"), int, minimum=0),
             guard_no_answers_seconds=number("GUARD_NO_ANSWERS_SECONDS", get("GUARD_NO_ANSWERS_SECONDS"), float,
                                             minimum=0),
+            product_urls=product_urls,
+            product_url_given=given,
+            api_prefix=api_prefix,
+            api_auth=api_auth(get("API_AUTH"), get("API_KEY"), get("API_HEADERS"), api_prefix),
+            guard_field_drift=field_drift(get("GUARD_FIELD_DRIFT"), FIELD_DRIFT_MIN_SAMPLE),
+            pushgateway_url=pushgateway_url(get("PUSHGATEWAY_URL")),
+            track_changes=track_changes(get("TRACK_CHANGES")),
         )
 
     def __repr__(self) -> str:
@@ -229,16 +281,29 @@ class CrawlConfig:
         # wherever a config is printed: a log line, a traceback, a test failure.
         shown = {field.name: getattr(self, field.name) for field in fields(self)}
         shown["api_key"] = None if self.api_key is None else "***"
-        for name in ("api_base_url", "database_url", "redis_url"):
+        for name in ("api_base_url", "api_prefix", "database_url", "redis_url", "pushgateway_url"):
             shown[name] = mask_url(shown[name])
+        shown["product_urls"] = mask_url(str(self.product_urls))
         return f"CrawlConfig({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 
     @property
     def total_ids(self) -> int:
         return self.end_id - self.start_id + 1
 
-    def product_url(self, product_id: int) -> str:
-        return f"{self.api_base_url}/product/{product_id}"
+    def product_url(self, product_id: int | str) -> str:
+        """The URL of one product: the id percent-encoded into PRODUCT_URL's ``{id}``."""
+        return self.product_urls.url(product_id)
+
+    def product_id_in(self, url: str) -> str | None:
+        """The id (as text) of a URL that :meth:`product_url` makes, else None."""
+        return self.product_urls.id_in(url)
+
+    @property
+    def product_url_setting(self) -> str:
+        """How messages name where the crawl asks: ``PRODUCT_URL (...)`` or ``API_BASE_URL (...)``."""
+        if self.product_url_given:
+            return f"PRODUCT_URL ({mask_url(str(self.product_urls))})"
+        return f"API_BASE_URL ({mask_url(self.api_base_url)})"
 
 
 _ATTRIBUTE = "_productcrawler_config"

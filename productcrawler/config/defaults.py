@@ -24,7 +24,13 @@ RATE_LIMIT_HEADER_FORMATS = ("ietf", "x-ratelimit", "bigcommerce", "shopify")
 # name -> default; the one place where defaults live.
 DEFAULTS: dict[str, Any] = {
     "API_BASE_URL": SIMULATOR_BASE_URL,
+    # A product's URL, one {id} in it; None: {API_BASE_URL}/product/{id}.
+    "PRODUCT_URL": None,
     "API_KEY": None,
+    # How API_KEY is sent: bearer, basic, header:NAME or query:NAME (config/auth.py).
+    "API_AUTH": "bearer",
+    # Fixed headers for the API's requests, a JSON object.
+    "API_HEADERS": None,
     "API_TIMEOUT": 30.0,
     "PRODUCT_ID_START": 1,
     "PRODUCT_ID_END": 50_000,
@@ -52,6 +58,8 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_LINGER": 0.0,
     # Where the product is in the API's answer (payload.py); None: the default rules.
     "PRODUCT_FIELDS": None,
+    # The products columns whose changes product_changes records: names, "all" or "none".
+    "TRACK_CHANGES": "price,stock",
     # The wholesale-failure guard (extensions/guard.py): answers in a row (or
     # ids without any answer) that stop the crawl; 0 turns that check off.
     "GUARD_AUTH_FAILURES": 20,
@@ -61,6 +69,12 @@ DEFAULTS: dict[str, Any] = {
     # Once products came in this run, the API must also have stayed silent this
     # long: a blip in a long crawl is ridden out, not a reason to stop it.
     "GUARD_NO_ANSWERS_SECONDS": 60.0,
+    # Field drift (extensions/field_drift.py): how many of a pass's first
+    # product answers are held and compared with the last complete pass's
+    # coverage before any is written; 0 turns the check off.
+    "GUARD_FIELD_DRIFT": 100,
+    # Where the run's pass summary is pushed at its end (extensions/pushgateway.py); None: nowhere.
+    "PUSHGATEWAY_URL": None,
     # The proxy pool (productcrawler/proxies/config.py reads and checks these).
     "PROXY_URLS": None,
     "PROXY_SCORE_SUCCESS": 5.0,

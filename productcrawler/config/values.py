@@ -146,7 +146,7 @@ def shown(name: str, value: Any) -> str:
     """``value`` as a message may show it: ``API_KEY`` hidden, URLs' passwords masked."""
     if name == "API_KEY":
         return "***"
-    if name in ("DATABASE_URL", "REDIS_URL"):
+    if name in ("DATABASE_URL", "REDIS_URL", "PUSHGATEWAY_URL"):
         return repr(mask_url(str(value)))
     return repr(value)
 
@@ -280,3 +280,31 @@ def product_fields(raw: Any) -> PayloadShape:
         return PayloadShape.parse(raw)
     except ValueError as error:
         raise ConfigError(f"PRODUCT_FIELDS={shown('PRODUCT_FIELDS', raw)}: {error}") from None
+
+
+def pushgateway_url(raw: Any) -> str | None:
+    """``PUSHGATEWAY_URL``: None (unset: no push), or the Pushgateway's http(s):// base URL."""
+    url = text(raw)
+    if url is None:
+        return None
+    name = "PUSHGATEWAY_URL"
+    url = http_url(name, url)
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        raise ConfigError(f"{name}={shown(name, url)} has an invalid port") from None
+    if parts.query or parts.fragment:
+        raise ConfigError(f"{name}={shown(name, url)} must not have a query or fragment: the push "
+                          "adds /metrics/job/... to its path")
+    return url
+
+
+def field_drift(raw: Any, minimum_sample: int) -> int:
+    """``GUARD_FIELD_DRIFT``: 0 (off), or how many first answers of a pass the check looks at."""
+    name = "GUARD_FIELD_DRIFT"
+    value = number(name, raw, int, minimum=0)
+    if 0 < value < minimum_sample:
+        raise ConfigError(f"{name}={shown(name, raw)} must be 0 (off) or at least {minimum_sample}: fewer "
+                          "answers cannot tell a vanished field from products that happen to lack it")
+    return value

@@ -60,6 +60,10 @@ scheduled so far to be due (and sent): while the API is down every id waits
 for a retry between attempts, and those retries are what decide the streak.
 After an operator's stop held outcomes are dropped instead.
 
+The field-drift check (``field_drift.py``, ``GUARD_FIELD_DRIFT``) holds the
+run's first products here too, and stops the crawl through :meth:`stop_for`
+when a column the last complete pass had is missing from nearly all of them.
+
 One instance serves as the extension (it watches answers) and as the item
 pipeline stage (it holds outcomes): ``from_crawler`` returns the crawler's one
 guard to both.
@@ -80,6 +84,7 @@ from twisted.internet.task import LoopingCall
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig, crawl_config
+from productcrawler.extensions.field_drift import FieldDrift
 from productcrawler.extensions.streaks import AUTH, NO_ANSWER, NOT_FOUND, NOT_PRODUCT, PROXIES_DOWN, Streak, diagnosis
 from productcrawler.items import MISSING, FailureItem, ProductItem
 from productcrawler.proxies import GATEWAY_STATUSES
@@ -99,10 +104,11 @@ logger = logging.getLogger(__name__)
 #: The exit code of a crawl the guard stopped (README, "Exit codes").
 EXIT_CODE = 3
 PROXY_AUTH = "proxy_auth"  # tripped by the proxy middleware: stop_for(), not a streak
+FIELD_DRIFT = "field_drift"  # tripped by the field-drift check (extensions/field_drift.py), not a streak
 #: Finish reasons of a tripped guard, by streak.
 REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak",
            NO_ANSWER: "guard_no_answers", PROXY_AUTH: "guard_proxy_auth_failures",
-           PROXIES_DOWN: "guard_proxies_down"}
+           PROXIES_DOWN: "guard_proxies_down", FIELD_DRIFT: "guard_field_drift"}
 NOT_PRODUCT_REASONS = frozenset({"not_a_product", "error_envelope", "id_mismatch"})
 _AUTH_STATUSES = frozenset({401, 403})
 _BAD_RESPONSE_PREFIX = "bad_response/"
@@ -128,6 +134,9 @@ class WholesaleFailureGuard:
         self._retries_due = 0.0  # monotonic time by which every retry scheduled so far is due
         self._idle_check = LoopingCall(self._release_if_idle)
         self._proxies = bool(parse_proxy_urls(crawler.settings.get("PROXY_URLS")))  # as the proxy middleware reads it
+        #: Holds the run's first products until they are known not to have lost a column (GUARD_FIELD_DRIFT).
+        self.field_drift = (FieldDrift(crawler, config, lambda text: self.stop_for(FIELD_DRIFT, text))
+                            if config.guard_field_drift else None)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WholesaleFailureGuard:
@@ -208,6 +217,9 @@ class WholesaleFailureGuard:
                 self._release(self._not_product, reset=True)
             if self._not_found.length:
                 self._release(self._not_found, reset=True)
+            drift = self.field_drift
+            if drift is not None and (drift.sampling or drift.tripped):
+                await drift.hold(item)  # DropItem if the check trips meanwhile
             return item
         streak = self._streak_of(item)
         if streak is None:
@@ -246,6 +258,8 @@ class WholesaleFailureGuard:
             deferred.callback(None)
 
     def _drop_all(self, reason: str) -> None:
+        if self.field_drift is not None:
+            self.field_drift.drop_all(reason)
         for streak in self._streaks:
             held, streak.held = streak.held, []
             for deferred in held:
@@ -261,13 +275,16 @@ class WholesaleFailureGuard:
 
     def _release_if_idle(self) -> None:
         """Nothing in flight can break or extend the open streaks: settle what they hold."""
-        if not any(streak.held for streak in self._streaks):
+        drift_holding = self.field_drift is not None and self.field_drift.holding
+        if not drift_holding and not any(streak.held for streak in self._streaks):
             return
         if self.crawler.engine.downloader.active:
             return
         if not self.crawler.crawling:  # an operator's stop: the next run fetches them again
             self._drop_all("the crawl was stopped")
             return
+        if drift_holding:
+            self.field_drift.settle_idle()
         retries_pending = monotonic() < self._retries_due + RETRY_DUE_SLACK
         for streak in self._streaks:
             if not (streak is self._no_answer and retries_pending):

@@ -71,8 +71,8 @@ def _diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: b
         elif known_reason(error) is None:  # not a download error: raised by one of our components
             check = "check DOWNLOAD_HANDLERS and DOWNLOADER_MIDDLEWARES: the last error is not a download error"
         else:
-            check = f"check API_BASE_URL ({config.api_base_url}){also} and that the API is reachable"
+            check = f"check {config.product_url_setting}{also} and that the API is reachable"
         return f"{seen}: {count} ids in a row ended with no answer (last: {last} for {streak.url}); {check}"
     return (f"{count} answers were HTTP 404 with no product in between, which the API's usual "
-            f"share of missing ids cannot explain; check API_BASE_URL ({config.api_base_url}): "
+            f"share of missing ids cannot explain; check {config.product_url_setting}: "
             f"one URL requested was {streak.url} (if the range really has a gap this long, raise GUARD_404_STREAK)")

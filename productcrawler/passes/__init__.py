@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from productcrawler.config import crawl_config
 from productcrawler.passes.database import DatabasePass
+from productcrawler.passes.record import SharedPassRecord
 from productcrawler.passes.redis_pass import RedisPass
 from productcrawler.redis_connection import async_redis_client
 from productcrawler.storage import database_for
@@ -32,8 +33,10 @@ def pass_for(crawler: Crawler) -> Pass:
         if config.redis_url is None:
             crawl_pass = DatabasePass(database_for(crawler), config)
         else:
+            record = SharedPassRecord(database_for(crawler), tracking=bool(config.track_changes))
             crawl_pass = RedisPass(async_redis_client(config.redis_url), config.redis_key_prefix,
-                                   config.start_id, config.end_id, heartbeat_ttl=config.redis_heartbeat_ttl)
+                                   config.start_id, config.end_id, heartbeat_ttl=config.redis_heartbeat_ttl,
+                                   record=record)
         setattr(crawler, _ATTRIBUTE, crawl_pass)
     return crawl_pass
 

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from productcrawler.passes.base import FINISHED, RUNNING, Entry, Lease
-from productcrawler.passes.database_sql import done_count, done_ids, finish_pass, open_pass
+from productcrawler.passes.database_sql import done_count, done_ids, open_pass
+from productcrawler.passes.summary import finish_with_summary
 from productcrawler.storage.database import utcnow
 from productcrawler.storage.errors import is_connection_error
 
@@ -44,6 +45,7 @@ class DatabasePass:
         self.start_id = config.start_id
         self.end_id = config.end_id
         self.total = self.end_id - self.start_id + 1
+        self.tracking = bool(config.track_changes)
         self.info: PassInfo | None = None
         self.done_at_start = 0
         self._done: bytearray | None = None  # resumed passes only: bit i set = id start+i done
@@ -120,7 +122,7 @@ class DatabasePass:
         return self.done_at_start + this_run  # one process: nobody else writes this pass
 
     async def close(self, reason: str, *, lost: bool) -> bool:
-        """Mark the pass finished if every id has an outcome; True if it is."""
+        """Mark the pass finished, with its summary, if every id has an outcome; True if it is."""
         if self.info is None:
             return False
         if self._retries:
@@ -139,7 +141,8 @@ class DatabasePass:
             logger.info("Pass %d is not complete (%d of %d ids done; stop reason: %s); "
                         "the next run resumes it", self.info.pass_id, done, self.total, reason)
             return False
-        await self._run(finish_pass, self.info.pass_id, utcnow())
+        await self._run(finish_with_summary, self.info.pass_id, self.start_id, self.end_id, utcnow(),
+                        tracking=self.tracking)
         return True
 
     async def _run(self, function: Any, *args: Any, **kwargs: Any) -> Any:

@@ -57,7 +57,7 @@ def open_pass(cursor: Any, dialect: Dialect, start_id: int, end_id: int, *, fres
     p = dialect.placeholder
     cursor.execute(
         f"SELECT pass_id, started_at FROM crawl_passes WHERE start_id = {p} AND end_id = {p} "
-        f"AND finished_at IS NULL ORDER BY pass_id DESC LIMIT 1",
+        f"AND finished_at IS NULL AND redis_token IS NULL ORDER BY pass_id DESC LIMIT 1",
         (start_id, end_id),
     )
     row = cursor.fetchone()
@@ -90,3 +90,26 @@ def outcome_counts(cursor: Any, dialect: Dialect, first: int, last: int, pass_id
     for outcome, count in cursor.fetchall():
         counts[str(outcome)] = int(count)
     return counts
+
+
+def shared_pass_row(cursor: Any, dialect: Dialect, token: str, start_id: int, end_id: int,
+                    started_at: datetime) -> int:
+    """The crawl_passes row of the Redis-shared pass ``token``: found, or made by the first instance."""
+    p = dialect.placeholder
+    select = f"SELECT pass_id FROM crawl_passes WHERE redis_token = {p}"
+    cursor.execute(select, (token,))
+    row = cursor.fetchone()
+    if row is not None:
+        return int(row[0])
+    try:
+        cursor.execute(f"INSERT INTO crawl_passes (start_id, end_id, started_at, redis_token) "
+                       f"VALUES ({p}, {p}, {p}, {p})", (start_id, end_id, dialect.value(started_at), token))
+        return int(cursor.lastrowid)
+    except Exception:
+        # Another instance made it meanwhile (the token is unique): its row is the pass's. A
+        # locking read on MySQL: a plain one would read this transaction's snapshot, from before it.
+        cursor.execute(select + (" FOR UPDATE" if dialect.name == "mysql" else ""), (token,))
+        row = cursor.fetchone()
+        if row is None:
+            raise
+        return int(row[0])

@@ -41,6 +41,7 @@ from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
 
 if TYPE_CHECKING:
+    from productcrawler.passes.record import SharedPassRecord
     from productcrawler.redis_connection import AsyncClient
 
 logger = logging.getLogger(__name__)
@@ -76,12 +77,16 @@ class RedisPass:
 
     #: The queue is another process's to fill: look again twice a second.
     poll_interval = 0.5
-    row_stamp = None  # rows carry no pass: its ledger is here (and its ids are not ``crawl_passes``')
 
     def __init__(self, client: AsyncClient, prefix: str, start_id: int, end_id: int,
                  spider_name: str = "products", instance: str | None = None,
-                 heartbeat_ttl: float = DEFAULTS["REDIS_HEARTBEAT_TTL"]) -> None:
+                 heartbeat_ttl: float = DEFAULTS["REDIS_HEARTBEAT_TTL"],
+                 record: SharedPassRecord | None = None) -> None:
         self.client = client
+        #: The pass's row in crawl_passes (None: rows carry no pass, as for tools that only read Redis).
+        self.record = record
+        #: The crawl_passes id every row written in this pass carries (``record.py``); None without a record.
+        self.row_stamp: int | None = None
         # One hash tag for every key: a Redis Cluster keeps them in one slot,
         # so each script's keys are on one node (no CROSSSLOT).
         self.base = f"{{{prefix}}}:{spider_name}"
@@ -143,6 +148,8 @@ class RedisPass:
         self.done_at_start = await self.done_count()
         raw = await self.client.hget(self.pass_key, "started_at")
         self.started_at = None if raw is None else float(raw)
+        if self.record is not None:
+            self.row_stamp = await self.record.open(self.token, self.start_id, self.end_id, self.started_at)
         return (f"{'Joined' if joined else 'Started'} pass {self.pass_id} over ids {self.start_id}.."
                 f"{self.end_id} through Redis as instance {self.instance} "
                 f"({self.done_at_start} of {self.total} done)")
@@ -217,7 +224,10 @@ class RedisPass:
         await self.client.delete(self.heartbeat_key())
         if lost:
             return False
-        if await self.status() in (FINISHED, REPLACED):
+        status = await self.status()
+        if status == FINISHED and self.record is not None and self.row_stamp is not None:
+            await self.record.finish(self.row_stamp, self.start_id, self.end_id)
+        if status in (FINISHED, REPLACED):
             await self._expire(self.pass_id)
             return True
         return False

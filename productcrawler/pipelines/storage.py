@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
 
     from productcrawler.passes.base import Pass
+    from productcrawler.storage.changes import Written
     from productcrawler.storage.database import Database
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class StoragePipeline:
         self.stats = crawler.stats
         self.database = database
         self.crawl_pass = crawl_pass  # each row is stamped with its row_stamp
+        self.tracked = config.track_changes
         self.batch_size = config.database_batch_size
         self.flush_interval = config.database_flush_interval
         self.outage_max = config.database_outage_max
@@ -159,7 +161,7 @@ class StoragePipeline:
             batch, self._pending = self._pending[: self.batch_size], self._pending[self.batch_size:]
             started = time.monotonic()
             try:
-                await self._write(batch)
+                written = await self._write(batch)
             except Exception as error:
                 if not is_connection_error(error):
                     await self._write_one_by_one(batch)
@@ -183,13 +185,14 @@ class StoragePipeline:
                 logger.info("The database is reachable again after %.1f s; writing resumes",
                             time.monotonic() - outage_started)
                 outage_started, delay = None, _RETRY_DELAY_MIN
-            self._committed(batch)
+            self._committed(batch, written)
             go_on = False
 
-    async def _write(self, batch: list[_Pending]) -> None:
+    async def _write(self, batch: list[_Pending]) -> Written:
         products = [p.item for p in batch if isinstance(p.item, ProductItem)]
         failures = [(p.item, p.recorded_at) for p in batch if isinstance(p.item, FailureItem)]
-        await maybe_deferred_to_future(self.database.run(write_batch, products, failures, self.crawl_pass.row_stamp))
+        return await maybe_deferred_to_future(self.database.run(
+            write_batch, products, failures, self.crawl_pass.row_stamp, self.tracked))
 
     async def _write_one_by_one(self, batch: list[_Pending]) -> None:
         """One bad row must not sink its batch: find it, and record why it failed."""
@@ -197,7 +200,7 @@ class StoragePipeline:
         logger.warning("The database rejected a batch of %d rows; writing them one by one", len(batch))
         for index, entry in enumerate(batch):
             try:
-                await self._write([entry])
+                written = await self._write([entry])
             except Exception as error:  # noqa: BLE001
                 if is_connection_error(error):
                     self._pending[:0] = batch[index:]
@@ -214,12 +217,19 @@ class StoragePipeline:
                                          f"db_rejected: {error}"[:255], getattr(entry.item, "attempts", 1))
                 self._pending[:0] = [entry, *batch[index + 1:]]
                 return
-            self._committed([entry])
+            self._committed([entry], written)
 
-    def _committed(self, batch: list[_Pending]) -> None:
+    def _committed(self, batch: list[_Pending], written: Written) -> None:
         products = [p.item for p in batch if isinstance(p.item, ProductItem)]
         failures = [p.item for p in batch if isinstance(p.item, FailureItem)]
         self.stats.inc_value(stat_keys.DB_BATCHES)
+        for key, count in ((stat_keys.PRODUCTS_NEW, written.new), (stat_keys.PRODUCTS_CHANGED, written.changed),
+                           (stat_keys.PRODUCTS_UNCHANGED, written.unchanged),
+                           (stat_keys.PRODUCTS_REMOVED, written.removed),
+                           (stat_keys.PRODUCTS_RETURNED, written.returned),
+                           (stat_keys.CHANGE_ROWS, written.change_rows)):
+            if count:
+                self.stats.inc_value(key, count)
         if products:
             self.stats.inc_value(stat_keys.STORED, len(products))
         for failure in failures:

@@ -1,7 +1,7 @@
 """Downloader middleware that sends each request through one healthy proxy of the pool.
 
 Off (not in the chain at all) unless ``PROXY_URLS`` is set. Registered at 800:
-after ``ApiKeyMiddleware`` and before ``TrafficStats`` and the rate limit, so
+after the retry middleware and before ``TrafficStats`` and the rate limit, so
 a request first waits for a usable proxy (and that proxy's own rate, with
 ``PROXY_MAX_REQUESTS_PER_SECOND``), then takes its global token; on the way
 back it sees answers before the retry middleware does.

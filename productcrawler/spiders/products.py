@@ -21,6 +21,7 @@ from productcrawler import signals as signals_
 from productcrawler import stat_keys
 from productcrawler.cleaning import BadResponse, parse_product
 from productcrawler.config import CrawlConfig, crawl_config
+from productcrawler.extensions.guard import WholesaleFailureGuard
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.proxies import META_ABANDONED, gateway_error
 from productcrawler.retry.middleware import exception_detail, exception_reason, known_reason
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from twisted.python.failure import Failure
+
+    from productcrawler.extensions.field_drift import FieldDrift
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +55,8 @@ class ProductsSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ProductsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = crawl_config(crawler, start_id=spider.start_id_arg, end_id=spider.end_id_arg)
-        # Our URLs are a base URL and an integer: when the base is already in
-        # normal form, so is every URL, and Request and aiohttp (yarl) need not
+        # Our URLs are a template and a percent-encoded id: when the template is
+        # in normal form, so is every URL, and Request and aiohttp (yarl) need not
         # normalise each one again (Scrapy's verbatim_url meta key).
         spider.verbatim_urls = safe_url_string(spider.config.product_url(1)) == spider.config.product_url(1)
         return spider
@@ -66,6 +69,11 @@ class ProductsSpider(Spider):
         # once the crawl starts (start(), or a callback under scrapy parse).
         return RetryPolicy.from_crawler(self.crawler)
     verbatim_urls: bool = False
+
+    @cached_property
+    def field_drift(self) -> FieldDrift | None:
+        guard = WholesaleFailureGuard.of(self.crawler)
+        return None if guard is None else guard.field_drift
 
     async def start(self) -> AsyncIterator[Request]:
         # The ids come from the pass, through the scheduler (passes/scheduler.py).
@@ -86,10 +94,9 @@ class ProductsSpider(Spider):
         )
 
     def product_id_in(self, url: str) -> int | None:
-        """The id of a product URL of ``API_BASE_URL`` (the inverse of ``product_url``), else None."""
-        prefix = self.config.product_url(0)[:-1]
-        tail = url[len(prefix):] if url.startswith(prefix) else ""
-        return int(tail) if tail.isdigit() else None
+        """The id of a product URL (the inverse of ``config.product_url``), else None."""
+        found = self.config.product_id_in(url)
+        return int(found) if found is not None and found.isascii() and found.isdigit() else None
 
     # Callbacks return lists rather than yield: Scrapy inspects the source of
     # generator callbacks for return values, at a cost on the hot path.
@@ -99,7 +106,8 @@ class ProductsSpider(Spider):
         if "product_id" not in request.meta:  # scrapy parse: a request the spider did not build
             product_id = self.product_id_in(response.url)
             if product_id is None:
-                logger.warning("Not a product URL of API_BASE_URL, nothing to parse: %s", response.url)
+                logger.warning("Not a product URL of %s, nothing to parse: %s",
+                               self.config.product_url_setting, response.url)
                 return []
             request = request.replace(meta={**request.meta, "product_id": product_id})
         try:
@@ -122,8 +130,9 @@ class ProductsSpider(Spider):
                 self.crawler.signals.send_catch_log(signals_.no_answer, request=request, error=gateway)
             return [self.retry_policy.give_up(request, reason=f"http_{status}", http_status=status)]
         product_id = request.meta["product_id"]
+        absent: list[str] = []
         try:
-            item, dropped = parse_product(response.body, product_id, utcnow(), self.config.product_fields)
+            item, dropped = parse_product(response.body, product_id, utcnow(), self.config.product_fields, absent)
         except BadResponse as bad:
             self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
             # The wholesale-failure guard counts these (extensions/guard.py).
@@ -133,6 +142,11 @@ class ProductsSpider(Spider):
                                                 http_status=status)]
         for field in dropped:
             self.crawler.stats.inc_value(stat_keys.cleaning_invalid(field))
+        for field in absent:
+            self.crawler.stats.inc_value(stat_keys.cleaning_absent(field))
+        drift = self.field_drift
+        if drift is not None and drift.sampling:  # the check quotes the keys of these first answers
+            drift.saw_answer(response.body)
         return [item]
 
     def on_error(self, failure: Failure) -> list[FailureItem]:

@@ -19,11 +19,17 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.enterprise import adbapi
 
 from productcrawler.items import MISSING, FailureItem, ProductItem
-from productcrawler.storage.schema import PASS_COLUMN, PRODUCT_COLUMNS
+from productcrawler.storage.changes import Written, write_products
+from productcrawler.storage.schema import ADDED_COLUMNS
 from productcrawler.storage.target import SQLITE, DatabaseTarget, Dialect, sqlite_prepare
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from twisted.internet.defer import Deferred
+
+#: The columns whose changes are recorded when the caller names none (TRACK_CHANGES's default).
+DEFAULT_TRACKED = ("price", "stock")
 
 logger = logging.getLogger(__name__)
 
@@ -38,39 +44,54 @@ def utcnow() -> datetime:
 def ensure_schema(cursor: Any, dialect: Dialect) -> None:
     for statement in dialect.ddl:
         cursor.execute(statement)
-    # Tables made before rows carried their pass: add the column (their rows
+    # Tables made before a column existed get it (rows made before pass_id
     # count as done in no pass, so an unfinished pass is fetched again once).
-    for table in ("products", "crawl_failures"):
+    known: dict[str, set[str]] = {}
+    for table, column, mysql_type, sqlite_type, *indexes in ADDED_COLUMNS:
+        if table not in known:
+            known[table] = _columns(cursor, table)
+        if column in known[table]:
+            continue
         try:
-            cursor.execute(f"SELECT {PASS_COLUMN} FROM {table} WHERE 1 = 0")
-            cursor.fetchall()
-        except Exception:  # noqa: BLE001 - the driver's "unknown column", whichever it is
-            cursor.execute(f"ALTER TABLE {table} ADD COLUMN {PASS_COLUMN} INT NULL")
+            cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column} "
+                           f"{sqlite_type if dialect is SQLITE else mysql_type}")
+            for statement in indexes:
+                cursor.execute(statement)
+        except Exception:
+            # Another process (instances started together) may have added it first.
+            if column not in _columns(cursor, table):
+                raise
+        known[table].add(column)
 
 
-def _rows(dialect: Dialect, items: list[Any], columns: tuple[str, ...],
-          pass_id: int | None) -> list[tuple[Any, ...]]:
-    return dialect.rows([(*(getattr(item, c) for c in columns), pass_id) for item in items])
+def _columns(cursor: Any, table: str) -> set[str]:
+    cursor.execute(f"SELECT * FROM {table} WHERE 1 = 0")
+    cursor.fetchall()
+    return {description[0].lower() for description in cursor.description}
 
 
 def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
-                failures: list[tuple[FailureItem, datetime]], pass_id: int | None = None) -> None:
-    """Upsert products and failures in the caller's transaction.
+                failures: list[tuple[FailureItem, datetime]], pass_id: int | None = None,
+                tracked: Iterable[str] = DEFAULT_TRACKED) -> Written:
+    """Write products (by what changed: ``changes.py``) and failures in the caller's transaction.
 
-    A stored product clears that id's failure; a `missing` id loses its product
-    row (the API no longer has it), so each id has one current outcome. A
-    `failed` id keeps its last good row: a transient failure is no reason to
-    throw good data away; its failure row says the refresh did not happen.
+    A stored product clears that id's failure; a `missing` id's product row
+    is kept and marked removed (the API no longer has it), so each id has one
+    current outcome. A `failed` id keeps its last good row: a transient
+    failure is no reason to throw good data away; its failure row says the
+    refresh did not happen. ``tracked`` names the columns whose changes are
+    recorded (``TRACK_CHANGES``).
     """
+    missing = [(f.product_id, at) for f, at in failures if f.outcome == MISSING]
+    written = write_products(cursor, dialect, products, missing, pass_id, tracked)
     if products:
-        cursor.executemany(dialect.upsert_product, _rows(dialect, products, PRODUCT_COLUMNS, pass_id))
         # One IN (...) per batch: executemany runs a DELETE once per row.
         _delete_ids(cursor, dialect, "crawl_failures", [p.product_id for p in products])
     if failures:
         rows = [(f.product_id, f.outcome, f.http_status, f.reason[:255], f.attempts, at, pass_id)
                 for f, at in failures]
         cursor.executemany(dialect.upsert_failure, dialect.rows(rows))
-        _delete_ids(cursor, dialect, "products", [f.product_id for f, _ in failures if f.outcome == MISSING])
+    return written
 
 
 def _delete_ids(cursor: Any, dialect: Dialect, table: str, ids: list[int]) -> None:

@@ -10,17 +10,40 @@ from __future__ import annotations
 PRODUCT_COLUMNS = ("product_id", "name", "price", "stock", "category", "brand", "rating",
                    "sales_count", "update_time")
 FAILURE_COLUMNS = ("product_id", "outcome", "http_status", "reason", "attempts", "updated_at")
-#: Every row also carries the pass that wrote it (NULL: a Redis-shared pass, which keeps its ledger in Redis).
+#: Every row also carries the pass (crawl_passes) that wrote it, database or Redis-shared.
 PASS_COLUMN = "pass_id"
+#: The SQL type of a product id, in every table that holds one.
+MYSQL_PRODUCT_ID = "INT"
+SQLITE_PRODUCT_ID = "INTEGER"
+#: A pass's counts in crawl_passes, written once the pass is complete (NULL until then).
+SUMMARY_COUNTS = ("stored", "missing", "failed", "changed", "removed")
+
+#: Columns added to tables made before them: (table, column, MySQL type, SQLite type, then
+#: the statements that index it, if any). A fresh table has them from its CREATE TABLE;
+#: ``ensure_schema`` adds the missing ones.
+ADDED_COLUMNS: tuple[tuple[str, ...], ...] = (
+    ("products", PASS_COLUMN, "INT NULL", "INTEGER NULL"),
+    ("crawl_failures", PASS_COLUMN, "INT NULL", "INTEGER NULL"),
+    ("products", "first_seen", "DATETIME NULL", "DATETIME NULL"),
+    ("products", "removed_at", "DATETIME NULL", "DATETIME NULL"),
+    *(("crawl_passes", count, "INT NULL", "INTEGER NULL") for count in SUMMARY_COUNTS),
+    ("crawl_passes", "coverage", "TEXT NULL", "TEXT NULL"),
+    ("crawl_passes", "redis_token", "VARCHAR(64) NULL", "VARCHAR(64) NULL",
+     "CREATE UNIQUE INDEX uk_redis_token ON crawl_passes (redis_token)"),
+)
 
 # `pass_id` on products and crawl_failures: the pass (crawl_passes) that wrote
 # the row, so a pass knows its own rows without comparing timestamps.
+# `first_seen`: when the product was first stored; `removed_at`: when the API
+# answered 404 for a product it had (NULL again once it answers a product).
+# `crawl_passes.redis_token`: the Redis-shared pass the row stands for (NULL:
+# a database pass); every instance of that pass finds its row by it.
 # `id` is BIGINT: InnoDB's upsert consumes an auto-increment value on every
 # update, so an hourly re-crawl of 50,000 ids would exhaust an INT within years.
 MYSQL_DDL: tuple[str, ...] = (
-    """CREATE TABLE IF NOT EXISTS products (
+    f"""CREATE TABLE IF NOT EXISTS products (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    product_id INT NOT NULL,
+    product_id {MYSQL_PRODUCT_ID} NOT NULL,
     name VARCHAR(255) NOT NULL,
     price DECIMAL(10,2) NULL,
     stock INT NULL,
@@ -31,12 +54,14 @@ MYSQL_DDL: tuple[str, ...] = (
     update_time DATETIME NOT NULL,
     created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
     pass_id INT NULL,
+    first_seen DATETIME NULL,
+    removed_at DATETIME NULL,
     UNIQUE KEY uk_product_id (product_id),
     KEY idx_category (category),
     KEY idx_brand (brand)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
-    """CREATE TABLE IF NOT EXISTS crawl_failures (
-    product_id INT NOT NULL PRIMARY KEY,
+    f"""CREATE TABLE IF NOT EXISTS crawl_failures (
+    product_id {MYSQL_PRODUCT_ID} NOT NULL PRIMARY KEY,
     outcome VARCHAR(16) NOT NULL,
     http_status SMALLINT NULL,
     reason VARCHAR(255) NOT NULL,
@@ -50,14 +75,33 @@ MYSQL_DDL: tuple[str, ...] = (
     start_id INT NOT NULL,
     end_id INT NOT NULL,
     started_at DATETIME NOT NULL,
-    finished_at DATETIME NULL
+    finished_at DATETIME NULL,
+    stored INT NULL,
+    missing INT NULL,
+    failed INT NULL,
+    changed INT NULL,
+    removed INT NULL,
+    coverage TEXT NULL,
+    redis_token VARCHAR(64) NULL,
+    UNIQUE KEY uk_redis_token (redis_token)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
+    f"""CREATE TABLE IF NOT EXISTS product_changes (
+    id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    product_id {MYSQL_PRODUCT_ID} NOT NULL,
+    pass_id INT NULL,
+    changed_at DATETIME NOT NULL,
+    field VARCHAR(64) NOT NULL,
+    old_value VARCHAR(255) NULL,
+    new_value VARCHAR(255) NULL,
+    KEY idx_changes_product (product_id, changed_at),
+    KEY idx_changes_pass (pass_id, field)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
 )
 
 SQLITE_DDL: tuple[str, ...] = (
-    """CREATE TABLE IF NOT EXISTS products (
+    f"""CREATE TABLE IF NOT EXISTS products (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    product_id INTEGER NOT NULL UNIQUE,
+    product_id {SQLITE_PRODUCT_ID} NOT NULL UNIQUE,
     name VARCHAR(255) NOT NULL,
     price DECIMAL(10,2) NULL,
     stock INTEGER NULL,
@@ -67,12 +111,14 @@ SQLITE_DDL: tuple[str, ...] = (
     sales_count INTEGER NULL,
     update_time DATETIME NOT NULL,
     created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    pass_id INTEGER NULL
+    pass_id INTEGER NULL,
+    first_seen DATETIME NULL,
+    removed_at DATETIME NULL
 )""",
     "CREATE INDEX IF NOT EXISTS idx_category ON products (category)",
     "CREATE INDEX IF NOT EXISTS idx_brand ON products (brand)",
-    """CREATE TABLE IF NOT EXISTS crawl_failures (
-    product_id INTEGER NOT NULL PRIMARY KEY,
+    f"""CREATE TABLE IF NOT EXISTS crawl_failures (
+    product_id {SQLITE_PRODUCT_ID} NOT NULL PRIMARY KEY,
     outcome VARCHAR(16) NOT NULL,
     http_status SMALLINT NULL,
     reason VARCHAR(255) NOT NULL,
@@ -86,8 +132,26 @@ SQLITE_DDL: tuple[str, ...] = (
     start_id INTEGER NOT NULL,
     end_id INTEGER NOT NULL,
     started_at DATETIME NOT NULL,
-    finished_at DATETIME NULL
+    finished_at DATETIME NULL,
+    stored INTEGER NULL,
+    missing INTEGER NULL,
+    failed INTEGER NULL,
+    changed INTEGER NULL,
+    removed INTEGER NULL,
+    coverage TEXT NULL,
+    redis_token VARCHAR(64) NULL UNIQUE
 )""",
+    f"""CREATE TABLE IF NOT EXISTS product_changes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    product_id {SQLITE_PRODUCT_ID} NOT NULL,
+    pass_id INTEGER NULL,
+    changed_at DATETIME NOT NULL,
+    field VARCHAR(64) NOT NULL,
+    old_value VARCHAR(255) NULL,
+    new_value VARCHAR(255) NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS idx_changes_product ON product_changes (product_id, changed_at)",
+    "CREATE INDEX IF NOT EXISTS idx_changes_pass ON product_changes (pass_id, field)",
 )
 
 

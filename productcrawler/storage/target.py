@@ -27,6 +27,8 @@ class Dialect:
     module: str
     ddl: tuple[str, ...]
     upsert_product: str
+    #: A new product, with its first_seen; a row another instance stored meanwhile keeps its own.
+    insert_product: str
     upsert_failure: str
     placeholder: str
 
@@ -46,15 +48,17 @@ class Dialect:
 
 def _dialect(name: str, module: str, ddl: tuple[str, ...], placeholder: str,
              upsert_suffix: str, excluded: str) -> Dialect:
-    def upsert(table: str, columns: tuple[str, ...], key: str) -> str:
+    def upsert(table: str, columns: tuple[str, ...], key: str, kept: tuple[str, ...] = ()) -> str:
         values = ", ".join([placeholder] * len(columns))
-        updates = ", ".join(f"{c} = {excluded.format(c)}" for c in columns if c != key)
+        updates = ", ".join(f"{c} = {excluded.format(c)}" for c in columns if c != key and c not in kept)
         return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values}) "
                 f"{upsert_suffix.format(key)} {updates}")
 
     return Dialect(
         name=name, module=module, ddl=ddl, placeholder=placeholder,
         upsert_product=upsert("products", (*PRODUCT_COLUMNS, PASS_COLUMN), "product_id"),
+        insert_product=upsert("products", (*PRODUCT_COLUMNS, PASS_COLUMN, "first_seen"), "product_id",
+                              kept=("first_seen",)),
         upsert_failure=upsert("crawl_failures", (*FAILURE_COLUMNS, PASS_COLUMN), "product_id"),
     )
 

@@ -1,0 +1,57 @@
+"""A Redis-shared pass's row in ``crawl_passes``: the pass id its rows carry, and its summary.
+
+The pass's ledger is in Redis; its history is in the database like a
+database pass's. The first instance to open the pass makes the row, keyed
+by the Redis pass's token (unique to that pass, even if Redis loses
+everything and numbers its passes from 1 again); the others find it by the
+token. Every product and failure row the pass writes carries the row's id,
+so change history, counts and coverage are per pass as for a database pass.
+Whichever instance closes the complete pass first writes its summary
+(``finish_with_summary`` does it once).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.defer import maybe_deferred_to_future
+
+from productcrawler.passes.database_sql import shared_pass_row
+from productcrawler.passes.summary import finish_with_summary
+from productcrawler.storage.database import utcnow
+from productcrawler.storage.errors import is_connection_error
+
+if TYPE_CHECKING:
+    from productcrawler.storage.database import Database
+
+logger = logging.getLogger(__name__)
+
+
+class SharedPassRecord:
+    def __init__(self, database: Database, *, tracking: bool) -> None:
+        self.database = database
+        self.tracking = tracking
+
+    async def open(self, token: str, start_id: int, end_id: int, started_at: float | None) -> int:
+        """The crawl_passes id of the Redis pass ``token`` (made if this instance is the first)."""
+        await self.database.ensure_schema()
+        began = (utcnow() if started_at is None
+                 else datetime.fromtimestamp(int(started_at), UTC).replace(tzinfo=None))
+        return await self._run(shared_pass_row, token, start_id, end_id, began)
+
+    async def finish(self, pass_id: int, start_id: int, end_id: int) -> bool:
+        """Mark the complete pass finished with its summary; True if this instance wrote it."""
+        try:
+            return await self._run(finish_with_summary, pass_id, start_id, end_id, utcnow(),
+                                   tracking=self.tracking)
+        except Exception as error:
+            if not is_connection_error(error):
+                raise
+            logger.error("Pass %d is complete, but its summary could not be written: the database is "
+                         "unavailable (%s)", pass_id, error)
+            return False
+
+    async def _run(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        return await maybe_deferred_to_future(self.database.run(function, *args, **kwargs))

@@ -1,0 +1,168 @@
+"""Write a batch of products by what changed: insert new ones, update changed ones, touch the rest.
+
+The batch's stored rows are read in one ``SELECT ... WHERE product_id IN
+(...)`` inside the batch's transaction (``FOR UPDATE`` on MySQL, so two
+instances writing the same id compare against the same row) and compared in
+Python, value by value in the column's stored form. Then:
+
+- a new product is inserted, with ``first_seen``; that is not a change;
+- a product whose stored values differ is updated whole, and each differing
+  tracked column (``TRACK_CHANGES``) gets a ``product_changes`` row;
+- an unchanged product costs one narrow ``UPDATE ... SET update_time, pass_id
+  WHERE product_id IN (...)`` shared with the batch's other unchanged products
+  fetched in the same second: ``update_time`` is when it was last seen, and
+  ``pass_id`` is the pass ledger's proof that this pass has it;
+- a 404 for a stored product sets ``removed_at`` (change row ``removed``: old
+  NULL, new the removal time) and keeps the row; a product answer for a
+  removed one clears it (change row ``removed``: old the removal time, new
+  NULL) besides its value changes.
+
+Plain functions of a DB-API cursor, run in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from productcrawler.storage.schema import PASS_COLUMN, PRODUCT_COLUMNS
+from productcrawler.storage.target import MYSQL
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from datetime import datetime
+
+    from productcrawler.items import ProductItem
+    from productcrawler.storage.target import Dialect
+
+#: The product columns whose values a pass compares (not the id, not when it was fetched).
+VALUE_COLUMNS: tuple[str, ...] = PRODUCT_COLUMNS[1:-1]
+#: The ``field`` of the change rows that say a product was removed or came back.
+REMOVED = "removed"
+_DECIMAL_COLUMNS = frozenset({"price", "rating"})
+_INTEGER_COLUMNS = frozenset({"stock", "sales_count"})
+_CENT = Decimal("0.01")
+_CHANGE_COLUMNS = ("product_id", PASS_COLUMN, "changed_at", "field", "old_value", "new_value")
+
+
+def stored_form(column: str, value: Any) -> str | None:
+    """A value as its column stores it, as text: ``7999.00``, ``12``, ``Acme``; None for NULL.
+
+    Both sides of a comparison go through it: an item's Decimal, MySQL's
+    Decimal and SQLite's number (its DECIMAL columns keep 7999.00 as 7999).
+    """
+    if value is None:
+        return None
+    if column in _DECIMAL_COLUMNS:
+        return str(Decimal(str(value)).quantize(_CENT))
+    if column in _INTEGER_COLUMNS:
+        return str(int(value))
+    return str(value)
+
+
+def _time_text(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else str(value)
+
+
+@dataclass
+class Written:
+    """What one batch did to the products table (the crawl's stats)."""
+
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    returned: int = 0
+    change_rows: int = 0
+
+
+@dataclass
+class _Plan:
+    inserts: list[ProductItem] = field(default_factory=list)
+    updates: list[ProductItem] = field(default_factory=list)
+    touches: dict[datetime, list[int]] = field(default_factory=dict)
+    removals: dict[datetime, list[int]] = field(default_factory=dict)
+    changes: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def write_products(cursor: Any, dialect: Dialect, products: list[ProductItem],
+                   missing: list[tuple[int, datetime]], pass_id: int | None,
+                   tracked: Iterable[str]) -> Written:
+    """Store ``products`` and mark the stored ones among ``missing`` (id, when) removed."""
+    tracked = tuple(tracked)
+    latest = {item.product_id: item for item in products}  # an id twice in a batch: its last answer
+    stored = _stored_rows(cursor, dialect, [*latest, *(product_id for product_id, _ in missing)])
+    plan, written = _Plan(), Written()
+    for item in latest.values():
+        row = stored.get(item.product_id)
+        if row is None:
+            plan.inserts.append(item)
+            written.new += 1
+            continue
+        differing = [c for c in VALUE_COLUMNS if stored_form(c, getattr(item, c)) != row[c]]
+        removed_at = row["removed_at"]
+        if removed_at is None and not differing:
+            plan.touches.setdefault(item.update_time, []).append(item.product_id)
+            written.unchanged += 1
+            continue
+        plan.updates.append(item)
+        if removed_at is not None:
+            written.returned += 1
+            if tracked:
+                plan.changes.append((item.product_id, pass_id, item.update_time, REMOVED,
+                                     _time_text(removed_at), None))
+        if differing:
+            written.changed += 1
+        plan.changes.extend((item.product_id, pass_id, item.update_time, c, row[c],
+                             stored_form(c, getattr(item, c))) for c in differing if c in tracked)
+    for product_id, at in missing:
+        row = stored.get(product_id)
+        if row is None or row["removed_at"] is not None or product_id in latest:
+            continue
+        row["removed_at"] = at  # a second 404 for it in this batch removes nothing more
+        plan.removals.setdefault(at, []).append(product_id)
+        written.removed += 1
+        if tracked:
+            plan.changes.append((product_id, pass_id, at, REMOVED, None, _time_text(at)))
+    _execute(cursor, dialect, plan, pass_id)
+    written.change_rows = len(plan.changes)
+    return written
+
+
+def _stored_rows(cursor: Any, dialect: Dialect, ids: list[int]) -> dict[int, dict[str, Any]]:
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return {}
+    lock = " FOR UPDATE" if dialect is MYSQL else ""
+    cursor.execute(f"SELECT product_id, {', '.join(VALUE_COLUMNS)}, removed_at FROM products "
+                   f"WHERE product_id IN ({dialect.params(len(ids))}){lock}", ids)
+    rows = {}
+    for product_id, *values, removed_at in cursor.fetchall():
+        row: dict[str, Any] = {c: stored_form(c, v) for c, v in zip(VALUE_COLUMNS, values, strict=True)}
+        row["removed_at"] = removed_at
+        rows[int(product_id)] = row
+    return rows
+
+
+def _execute(cursor: Any, dialect: Dialect, plan: _Plan, pass_id: int | None) -> None:
+    p = dialect.placeholder
+    if plan.inserts:
+        cursor.executemany(dialect.insert_product, dialect.rows(
+            [(*(getattr(item, c) for c in PRODUCT_COLUMNS), pass_id, item.update_time) for item in plan.inserts]))
+    if plan.updates:
+        assignments = ", ".join(f"{c} = {p}" for c in (*VALUE_COLUMNS, "update_time", PASS_COLUMN))
+        cursor.executemany(
+            f"UPDATE products SET {assignments}, removed_at = NULL WHERE product_id = {p}",
+            dialect.rows([(*(getattr(item, c) for c in (*VALUE_COLUMNS, "update_time")), pass_id,
+                           item.product_id) for item in plan.updates]))
+    for seen_at, ids in plan.touches.items():
+        cursor.execute(f"UPDATE products SET update_time = {p}, {PASS_COLUMN} = {p} "
+                       f"WHERE product_id IN ({dialect.params(len(ids))})",
+                       [dialect.value(seen_at), pass_id, *ids])
+    for removed_at, ids in plan.removals.items():
+        cursor.execute(f"UPDATE products SET removed_at = {p} WHERE product_id IN ({dialect.params(len(ids))})",
+                       [dialect.value(removed_at), *ids])
+    if plan.changes:
+        cursor.executemany(f"INSERT INTO product_changes ({', '.join(_CHANGE_COLUMNS)}) "
+                           f"VALUES ({dialect.params(len(_CHANGE_COLUMNS))})", dialect.rows(plan.changes))

@@ -37,6 +37,8 @@ BUDGET_FORMAT = f"{PREFIX}/ratelimit/budget/format"
 BUDGET_PACE = f"{PREFIX}/ratelimit/budget/pace"
 BUDGET_REMAINING = f"{PREFIX}/ratelimit/budget/remaining"
 BUDGET_RESET_SECONDS = f"{PREFIX}/ratelimit/budget/reset_seconds"
+#: Requests sent while no budget was known (at most a few in flight).
+BUDGET_PROBES = f"{PREFIX}/ratelimit/budget/probes"
 #: 429s that carried budget headers: the pace is set from them, the rate is not halved.
 BUDGET_429 = f"{PREFIX}/ratelimit/budget/responses_429"
 

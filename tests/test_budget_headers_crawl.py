@@ -64,7 +64,10 @@ def test_the_announced_budget_is_spent_without_429s(budget_servers, name, instan
     end, arrivals, outputs = crawl(budget_servers, name, mysql_url, instances, redis_prefix)
     rejected = sum(status == 429 for _at, status, _id in arrivals)
     rate = throughput(arrivals)
-    print(f"{name} x{instances}: {len(arrivals)} requests, {rejected} 429s, {rate:.1f}/s of {rate_of(name):g}/s")
+    first = min(at for at, _status, _id in arrivals)
+    when = [round(at - first, 2) for at, status, _id in arrivals if status == 429]
+    print(f"{name} x{instances}: {len(arrivals)} requests, {rejected} 429s (at {when[:12]} s), "
+          f"{rate:.1f}/s of {rate_of(name):g}/s")
     assert rejected <= MAX_429_SHARE * len(arrivals), (rejected, len(arrivals))
     assert rate >= MIN_BUDGET_SHARE * rate_of(name), (rate, rate_of(name))
     assert_all_stored(mysql_url, end)

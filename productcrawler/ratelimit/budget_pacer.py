@@ -8,10 +8,20 @@ whatever its status, is read for budget headers (:mod:`.budget_headers`) and
 reported (:mod:`.budget_reader`). The pace in force, the budget left and its
 reset go into the stats (``productcrawler/ratelimit/budget/*``), which the
 progress line and the Prometheus metrics read.
+
+Until a budget is known (from an answer of this instance, or recorded in
+Redis by another), at most ``PROBES`` requests are in flight: sent at the cap,
+the requests of the first round trip would spend a small budget before any
+answer told it (a leaky bucket of 40 fills in a tenth of a second at 500/s,
+and two instances fill it twice as fast). A probe ends with its answer or its
+download error. Once ``PROBES`` answers in a row carried no budget and none
+ever did, the API announces none and requests go unprobed; the first answer
+that carries one turns the gate on again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
@@ -29,6 +39,10 @@ if TYPE_CHECKING:
     from productcrawler.ratelimit.budget_plan import Budget
 
 META_BUDGET_SEQ = "ratelimit_budget_seq"
+META_PROBE = "ratelimit_budget_probe"  # set on a request sent while no budget was known
+#: Requests in flight while no budget is known: enough to learn one within a round trip,
+#: few enough that they cannot overdraw a small budget between them.
+PROBES = 2
 STATS_INTERVAL = 0.25  # seconds between updates of the budget stats
 
 
@@ -41,6 +55,12 @@ class BudgetPacer:
         self.reader = BudgetReader()
         self.cap = cap
         self.format: str | None = None  # the format last seen
+        #: Whether the API announces a budget: None until an answer tells either way.
+        self.announced: bool | None = None
+        self.probing: int = 0  # probes in flight
+        self.probes: int = 0  # probes sent
+        self._bare: int = 0  # answers in a row without a budget, before any with one
+        self._probe_done = asyncio.Event()
         self._stats_at: float = -1.0
 
     @classmethod
@@ -57,7 +77,27 @@ class BudgetPacer:
 
     async def admit(self, request: Request) -> None:
         """Wait until the budget lets ``request`` go."""
+        if self.announced is False:
+            request.meta[META_BUDGET_SEQ] = None
+            return
+        while not self.gate.known():
+            if self.probing < PROBES:
+                self.probing += 1
+                self.probes += 1
+                request.meta[META_PROBE] = True
+                break
+            self._probe_done.clear()
+            await self._probe_done.wait()
+            if self.announced is False:
+                request.meta[META_BUDGET_SEQ] = None
+                return
         request.meta[META_BUDGET_SEQ] = await self.gate.admit()
+
+    def done(self, request: Request) -> None:
+        """``request`` was answered or failed: a probe among it ends."""
+        if request.meta.pop(META_PROBE, False):
+            self.probing -= 1
+            self._probe_done.set()
 
     async def observe(self, request: Request, response: Response) -> bool:
         """Read ``response``'s budget headers; whether it had any."""
@@ -65,7 +105,13 @@ class BudgetPacer:
         if self.headers.malformed:
             self.stats.set_value(stat_keys.BUDGET_MALFORMED, self.headers.malformed)
         if budget is None:
+            if self.announced is None:
+                self._bare += 1
+                if self._bare >= PROBES:
+                    self.announced = False
+            self.done(request)
             return False
+        self.announced = True
         now = time.monotonic()
         report = self.reader.read(budget, request.meta.get(META_BUDGET_SEQ), now, time.time())
         self.stats.inc_value(stat_keys.BUDGET_ANSWERS)
@@ -74,6 +120,7 @@ class BudgetPacer:
             self.stats.set_value(stat_keys.BUDGET_FORMAT, budget.format)
         if report is not None:
             await self.gate.report(report)
+        self.done(request)
         if now - self._stats_at >= STATS_INTERVAL:
             self._stats_at = now
             self.record(self.budget())
@@ -91,5 +138,7 @@ class BudgetPacer:
             self.stats.set_value(stat_keys.BUDGET_RESET_SECONDS, round(budget.reset_in, 3))
 
     async def close(self) -> None:
+        if self.probes:
+            self.stats.set_value(stat_keys.BUDGET_PROBES, self.probes)
         self.record(self.budget())
         await self.gate.close()

@@ -30,13 +30,13 @@ import math
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
-from productcrawler.ratelimit.budget_reader import LeakyReport, Report, WindowReport
+from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report, WindowReport
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 QUOTA_MARGIN = 0.02  # of the quota (or the remaining count, when the quota is unknown), at least 1
-LEVEL_MARGIN = 0.05  # of a leaky bucket's size, at least 1
+LEVEL_MARGIN = 0.05  # of a leaky bucket's size, at least 1 (and SKEW, up to a quarter of the size)
 LEAK_SAFETY = 0.97  # of the measured leak rate
 PROBE_INTERVAL = 0.1  # seconds between requests while a leak rate is unknown
 RESET_MARGIN = 0.005  # seconds after a reset before the new window's first request
@@ -55,6 +55,11 @@ class Budget(NamedTuple):
 
 def margin(report: WindowReport) -> float:
     return max(1.0, QUOTA_MARGIN * (report.quota if report.quota is not None else report.remaining))
+
+
+def level_margin(size: int) -> float:
+    """Room kept free in a leaky bucket: answers may not count a few requests already sent (SKEW)."""
+    return max(1.0, LEVEL_MARGIN * size, min(float(SKEW), size / 4))
 
 
 def report_window(report: Report) -> float:
@@ -124,7 +129,7 @@ class Plan:
 
     def _leaky_slot(self, report: LeakyReport, now: float) -> float:
         level = report.level + self._behind(report) + 1  # with this request, before any leak
-        excess = level - (report.size - max(1.0, LEVEL_MARGIN * report.size))
+        excess = level - (report.size - level_margin(report.size))
         if excess <= 0:
             return now
         if report.leak:
@@ -168,6 +173,10 @@ class LocalBudgetGate:
             if delay > 0:
                 await asyncio.sleep(delay)
         return seq
+
+    def known(self) -> bool:
+        """Whether a budget is known (an answer announced one)."""
+        return self.plan.report is not None
 
     async def report(self, report: Report) -> None:
         self.plan.accept(report, self.clock())

@@ -13,10 +13,14 @@ when it handled that request. A report adds what one answer cannot say:
   the old reset lies between the last answer of the old window and the first
   of the new one, and with the window's length known (a header, or the step
   between successive epoch resets) the new reset is one length after it;
-* for a leaky bucket, the leak rate, which no header gives: over the last
-  second of answers, the level of an older answer plus the requests let
-  through since, minus the level now, is what leaked. A bucket that ran empty
-  meanwhile makes that an underestimate, never an overestimate.
+* for a leaky bucket, the leak rate, which no header gives: the level of
+  the oldest answer of the last ``LEAK_HORIZON`` seconds plus the requests let
+  through since, minus the level now, is what leaked. Requests are numbered
+  when let through, not when they reach the API, and a few numbered before
+  the answered one may arrive after it (each instance lets ``AHEAD`` wait at
+  once): ``SKEW`` requests are taken off what leaked, so that the rate is
+  an underestimate over a short baseline and tends to the true one over a
+  long one. A bucket that ran empty meanwhile also makes it an underestimate.
 
 Times are this process's ``time.monotonic()``.
 """
@@ -31,8 +35,9 @@ from productcrawler.ratelimit.budget_headers import LeakyBudget, WindowBudget
 
 #: Seconds an answer's reading of the API's clock may precede its arrival here (latency).
 SLACK = 0.05
-LEAK_HORIZON = 1.0  # seconds of answers the leak rate is measured over
-LEAK_MIN_BASELINE = 0.05  # seconds: two answers closer than that measure noise
+LEAK_HORIZON = 2.0  # seconds of answers the leak rate is measured over
+LEAK_MIN_BASELINE = 0.2  # seconds: two answers closer than that measure mostly the skew
+SKEW = 8  # requests numbered before an answered one that may reach the API after it
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,7 @@ class BudgetReader:
                 self._levels.popleft()
             if self._levels and at - self._levels[0][0] >= LEAK_MIN_BASELINE:
                 then, level, then_seq = self._levels[0]
-                leaked = level + (seq - then_seq) - budget.level
+                leaked = level + (seq - then_seq) - budget.level - SKEW
                 leak = max(0.0, leaked / (at - then))
                 self._leak = leak
             else:

@@ -300,6 +300,10 @@ class RateLimitMiddleware:
                 self._log_backoff(request)
         return response
 
+    def process_exception(self, request: Request, exception: BaseException) -> None:
+        if self.budget is not None:
+            self.budget.done(request)
+
     def _log_backoff(self, request: Request) -> None:
         self.backoffs += 1
         self.stats.inc_value(stat_keys.RATELIMIT_BACKOFFS)

@@ -9,11 +9,12 @@ dropped), and every instance's requests are let through by it, numbered in one
 sequence, so the requests in flight of all instances count against the
 budget and N instances spend one budget between them.
 
-An instance talks to Redis for its requests only once it has seen a budget
-in an answer itself: a crawl of an API that announces none makes no call
-more than before. Each request let through is one call, then the wait
-until its time, at most ``AHEAD`` at once per instance, with no blocking
-call on the reactor (redis-py's asyncio client).
+Every request let through is one call (the probes of
+:mod:`.budget_pacer` too, so that an instance starting next to one that
+knows the budget is paced by it from its first request), then the wait until
+its time, at most ``AHEAD`` at once per instance, with no blocking call on
+the reactor (redis-py's asyncio client). A crawl of an API that announces no
+budget makes only its few probes' calls.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from redis.exceptions import RedisError
 
 from productcrawler.ratelimit import budget_plan
 from productcrawler.ratelimit.budget_plan import AHEAD, Budget
-from productcrawler.ratelimit.budget_reader import LeakyReport, Report
+from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report
 from productcrawler.redis_connection import AsyncClient, async_redis_client
 
 if TYPE_CHECKING:
@@ -60,9 +61,6 @@ class RedisBudgetGate:
         self.key: str = f"{key_prefix}:ratelimit:budget"
         self.cap: float = cap
         self.clock: Callable[[], float] = clock
-        # Whether requests go through the shared budget: unknown until the first request
-        # asks Redis; then yes if another instance has recorded a budget or once this one sees one.
-        self.active: bool | None = None
         self.redis_calls: int = 0
         self._budget: Budget | None = None
         self._ahead = asyncio.Semaphore(AHEAD)
@@ -78,16 +76,16 @@ class RedisBudgetGate:
     def __str__(self) -> str:
         return f"Redis budget {self.key}"
 
+    def known(self) -> bool:
+        """Whether the shared budget was known at the latest call (or this instance just recorded one)."""
+        return self._budget is not None
+
     async def admit(self) -> int | None:
-        """Wait until the shared budget lets one more request go; its number (None: no budget seen yet)."""
-        if self.active is False:
-            return None
+        """Wait until the shared budget lets one more request go; its number (None: Redis failed)."""
         async with self._ahead:
-            if self.active is False:
-                return None
             args = [repr(KEY_TTL), repr(budget_plan.QUOTA_MARGIN), repr(budget_plan.LEVEL_MARGIN),
                     repr(budget_plan.LEAK_SAFETY), repr(budget_plan.PROBE_INTERVAL),
-                    repr(budget_plan.RESET_MARGIN), repr(self.cap)]
+                    repr(budget_plan.RESET_MARGIN), repr(self.cap), repr(SKEW)]
             try:
                 self.redis_calls += 1
                 reply = await self._claim(keys=[self.key], args=args)
@@ -98,15 +96,12 @@ class RedisBudgetGate:
             server_now, at, seq, pace, left, reset_in = (float(value) for value in reply)
             self._budget = (None if pace < 0 else
                             Budget(pace, left, None if reset_in < 0 else reset_in))
-            if self.active is None:
-                self.active = self._budget is not None
             delay = at - server_now
             if delay > 0:
                 await asyncio.sleep(max(0.0, received + delay - self.clock()))
         return int(seq)
 
     async def report(self, report: Report) -> None:
-        self.active = True
         age = max(0.0, self.clock() - report.observed_at)
         seq = -1 if report.seq is None else report.seq
         if isinstance(report, LeakyReport):
@@ -121,6 +116,8 @@ class RedisBudgetGate:
         try:
             self.redis_calls += 1
             await self._report(keys=[self.key], args=[repr(KEY_TTL), *values])
+            if self._budget is None:
+                self._budget = Budget(0.0, 0.0, None)  # the next call tells the shared figures
         except RedisError as exc:
             self._log_error("record a budget", exc)
 

@@ -1,7 +1,7 @@
 -- Let one request through the shared budget: number it and say when it may go.
 -- The arithmetic of productcrawler/ratelimit/budget_plan.py (Plan.claim), in the server's clock.
 -- KEYS[1] the budget hash. ARGV: ttl (seconds), QUOTA_MARGIN, LEVEL_MARGIN, LEAK_SAFETY,
--- PROBE_INTERVAL, RESET_MARGIN, cap (requests per second, for the pace shown).
+-- PROBE_INTERVAL, RESET_MARGIN, cap (requests per second, for the pace shown), SKEW (budget_plan.level_margin).
 -- Returns now, at, seq, pace, left, reset_in as strings (-1: unknown).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -9,6 +9,7 @@ local key = KEYS[1]
 local ttl, quota_margin, level_margin = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local leak_safety, probe, reset_margin, cap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]),
   tonumber(ARGV[7])
+local skew = tonumber(ARGV[8])
 local function fmt(x) return string.format('%.6f', x) end
 local seq = redis.call('HINCRBY', key, 'seq', 1)
 local s = redis.call('HMGET', key, 'kind', 'rseq', 'observed_at', 'remaining', 'reset_at', 'quota', 'window',
@@ -48,7 +49,7 @@ if kind == 'w' then
 elseif kind == 'l' then
   local level, size, leak = tonumber(s[4]), tonumber(s[8]), tonumber(s[9])
   local filled = level + (seq - 1 - rseq) + 1
-  local excess = filled - (size - math.max(1, level_margin * size))
+  local excess = filled - (size - math.max(1, level_margin * size, math.min(skew, size / 4)))
   if excess > 0 then
     if leak > 0 then
       at = math.max(now, observed + excess / (leak * leak_safety))

@@ -36,8 +36,11 @@ if kind == 'w' then
   redis.call('HSET', key, 'kind', 'w', 'rseq', seq, 'observed_at', fmt(observed), 'remaining', ARGV[5],
     'reset_at', fmt(high), 'reset_lo', fmt(low), 'quota', ARGV[7], 'window', ARGV[8])
 else
+  -- An instance that has not measured the leak yet keeps the one another measured.
+  local leak = ARGV[7]
+  if tonumber(leak) < 0 and s[1] == 'l' then leak = redis.call('HGET', key, 'leak') or leak end
   redis.call('HSET', key, 'kind', 'l', 'rseq', seq, 'observed_at', fmt(observed), 'remaining', ARGV[5],
-    'size', ARGV[6], 'leak', ARGV[7])
+    'size', ARGV[6], 'leak', leak)
 end
 redis.call('PEXPIRE', key, math.ceil(ttl * 1000))
 return 1

@@ -14,7 +14,8 @@ Redis by another), at most ``PROBES`` requests are in flight: sent at the cap,
 the requests of the first round trip would spend a small budget before any
 answer told it (a leaky bucket of 40 fills in a tenth of a second at 500/s,
 and two instances fill it twice as fast). A probe ends with its answer or its
-download error. Once ``PROBES`` answers in a row carried no budget and none
+download error; should neither come (a request lost between the two), the
+next probes go after ``PROBE_TIMEOUT``. Once ``PROBES`` answers in a row carried no budget and none
 ever did, the API announces none and requests go unprobed; the first answer
 that carries one turns the gate on again.
 """
@@ -43,6 +44,7 @@ META_PROBE = "ratelimit_budget_probe"  # set on a request sent while no budget w
 #: Requests in flight while no budget is known: enough to learn one within a round trip,
 #: few enough that they cannot overdraw a small budget between them.
 PROBES = 2
+PROBE_TIMEOUT = 2.0  # seconds a waiting request waits for a probe to end before it becomes one
 STATS_INTERVAL = 0.25  # seconds between updates of the budget stats
 
 
@@ -87,7 +89,10 @@ class BudgetPacer:
                 request.meta[META_PROBE] = True
                 break
             self._probe_done.clear()
-            await self._probe_done.wait()
+            try:
+                await asyncio.wait_for(self._probe_done.wait(), PROBE_TIMEOUT)
+            except TimeoutError:
+                self.probing = 0  # those probes are lost: their end no longer counts
             if self.announced is False:
                 request.meta[META_BUDGET_SEQ] = None
                 return
@@ -96,7 +101,7 @@ class BudgetPacer:
     def done(self, request: Request) -> None:
         """``request`` was answered or failed: a probe among it ends."""
         if request.meta.pop(META_PROBE, False):
-            self.probing -= 1
+            self.probing = max(0, self.probing - 1)
             self._probe_done.set()
 
     async def observe(self, request: Request, response: Response) -> bool:

@@ -11,5 +11,6 @@ setup(
     name="productcrawler",
     version="1.0",
     packages=find_packages(include=["productcrawler", "productcrawler.*"]),
+    package_data={"productcrawler.ratelimit": ["lua/*.lua"]},
     entry_points={"scrapy": ["settings = productcrawler.settings"]},
 )

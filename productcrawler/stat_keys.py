@@ -29,6 +29,18 @@ RATELIMIT_LATE_WAKEUPS = f"{PREFIX}/ratelimit/late_wakeups"
 #: Of those, slots that went stale while the request waited for a connection (re-paced, not sent).
 RATELIMIT_LATE_CONNECTIONS = f"{PREFIX}/ratelimit/late_connections"
 RATELIMIT_EXPIRED_SLOTS = f"{PREFIX}/ratelimit/expired_slots"
+#: The budget the API announces in its headers (RATE_LIMIT_HEADERS): answers that carried one,
+#: unreadable ones, the format, the pace it allows (requests/s), what is left and the seconds to its reset.
+BUDGET_ANSWERS = f"{PREFIX}/ratelimit/budget/answers"
+BUDGET_MALFORMED = f"{PREFIX}/ratelimit/budget/malformed"
+BUDGET_FORMAT = f"{PREFIX}/ratelimit/budget/format"
+BUDGET_PACE = f"{PREFIX}/ratelimit/budget/pace"
+BUDGET_REMAINING = f"{PREFIX}/ratelimit/budget/remaining"
+BUDGET_RESET_SECONDS = f"{PREFIX}/ratelimit/budget/reset_seconds"
+#: Requests sent while no budget was known (at most a few in flight).
+BUDGET_PROBES = f"{PREFIX}/ratelimit/budget/probes"
+#: 429s that carried budget headers: the pace is set from them, the rate is not halved.
+BUDGET_429 = f"{PREFIX}/ratelimit/budget/responses_429"
 
 RETRY_DELAYED = f"{PREFIX}/retry/delayed"
 RETRY_DELAY_SECONDS = f"{PREFIX}/retry/delay_seconds"

@@ -38,10 +38,15 @@ def test_delay_seconds_too_large_for_a_float_is_infinite() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["-5", "+5", "1.5", "1e3", "0x10", "5 s", "٣"],  # not 1*DIGIT (the last is an Arabic 3)
+    ["-5", "+5", "1.", ".5", "1e3", "0x10", "5 s", "٣", "1.٣"],  # not digits (٣ is an Arabic 3)
 )
 def test_delay_seconds_must_be_plain_ascii_digits(value: str) -> None:
     assert parse_retry_after(value, now=NOW) is None
+
+
+@pytest.mark.parametrize(("value", "expected"), [("2.0", 2.0), ("1.5", 1.5), (b"0.25", 0.25), ("10.000", 10.0)])
+def test_delay_seconds_with_a_fraction_as_shopify_sends_it(value: str | bytes, expected: float) -> None:
+    assert parse_retry_after(value, now=NOW) == expected
 
 
 def test_imf_fixdate_in_the_future() -> None:

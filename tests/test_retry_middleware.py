@@ -139,13 +139,20 @@ def test_invalid_retry_http_codes_is_refused_with_its_name(value: Any) -> None:
         make_mw({"RETRY_HTTP_CODES": value})
 
 
-@pytest.mark.parametrize("status", [429, 503])
+@pytest.mark.parametrize("status", [429, 503, 500, 502, 408])
 def test_retry_after_seconds_is_honoured(status: int) -> None:
     mw = make_mw({"RETRY_BACKOFF_MAX": 5})
     new_request = mw.process_response(product_request(), response(status, Retry_After="30"))
     assert isinstance(new_request, Request)
     assert new_request.meta["retry_delay"] == 30.0
     assert stat(mw, stat_keys.RETRY_AFTER_HONOURED) == 1
+
+
+def test_retry_after_with_a_fraction_is_honoured() -> None:
+    mw = make_mw()
+    new_request = mw.process_response(product_request(), response(429, Retry_After="2.0"))
+    assert isinstance(new_request, Request)
+    assert new_request.meta["retry_delay"] == 2.0
 
 
 def test_retry_after_date_is_honoured() -> None:
@@ -173,12 +180,12 @@ def test_malformed_retry_after_falls_back_to_backoff() -> None:
     assert stat(mw, stat_keys.RETRY_AFTER_HONOURED) is None
 
 
-def test_retry_after_is_ignored_on_other_statuses() -> None:
+def test_a_malformed_retry_after_on_any_status_falls_back_to_backoff() -> None:
     mw = make_mw({"RETRY_BACKOFF_BASE": 3})
     new_request = mw.process_response(product_request(), response(500, Retry_After="garbage"))
     assert isinstance(new_request, Request)
     assert new_request.meta["retry_delay"] == 3.0
-    assert stat(mw, stat_keys.RETRY_AFTER_MALFORMED) is None
+    assert stat(mw, stat_keys.RETRY_AFTER_MALFORMED) == 1
     assert stat(mw, stat_keys.RETRY_AFTER_HONOURED) is None
 
 

@@ -17,7 +17,7 @@ from scrapy.settings import BaseSettings as _BaseSettings
 from w3lib.url import safe_url_string
 
 from productcrawler.config.auth import ApiAuth, api_auth
-from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL
+from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL, RATE_LIMIT_HEADER_FORMATS
 from productcrawler.config.product_url import ProductUrl
 from productcrawler.config.values import (
     ConfigError,
@@ -120,6 +120,19 @@ def _aliased(settings: BaseSettings, ours: str, scrapys: str, kind: Callable[[An
     return value
 
 
+def rate_limit_headers(raw: Any) -> tuple[str, ...]:
+    """``RATE_LIMIT_HEADERS``: the budget-header formats to read (none for ``off``)."""
+    value = (text(raw) or "").lower()
+    if value == "auto":
+        return RATE_LIMIT_HEADER_FORMATS
+    if value == "off":
+        return ()
+    if value in RATE_LIMIT_HEADER_FORMATS:
+        return (value,)
+    raise ConfigError(f"RATE_LIMIT_HEADERS={raw!r} is not one of auto, off, "
+                      f"{', '.join(RATE_LIMIT_HEADER_FORMATS)}")
+
+
 def burst_for_rate(rate: float) -> float:
     """Default bucket capacity: 2 % of a second's worth of tokens, at least 1.
 
@@ -144,6 +157,7 @@ class CrawlConfig:
     failed_only: bool
     max_requests_per_second: float
     rate_limit_burst: float
+    rate_limit_headers: tuple[str, ...]
     max_retries: int
     retry_backoff_base: float
     retry_backoff_max: float
@@ -253,6 +267,7 @@ class CrawlConfig:
             failed_only=failed_only,
             max_requests_per_second=rate,
             rate_limit_burst=burst,
+            rate_limit_headers=rate_limit_headers(get("RATE_LIMIT_HEADERS")),
             max_retries=max_retries(settings),
             retry_backoff_base=backoff_base,
             retry_backoff_max=backoff_max,

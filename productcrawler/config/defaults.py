@@ -16,6 +16,9 @@ SIMULATOR_BASE_URL = f"http://127.0.0.1:{SIMULATOR_PORT}/v1"
 #: Seconds between an instance's heartbeats in a shared pass (not a setting:
 #: REDIS_HEARTBEAT_TTL must be longer, or a live instance would count as dead between two beats).
 HEARTBEAT_INTERVAL = 2.0
+#: The budget-header formats RATE_LIMIT_HEADERS names (productcrawler/ratelimit/budget_headers.py),
+#: in the order ``auto`` tries them.
+RATE_LIMIT_HEADER_FORMATS = ("ietf", "x-ratelimit", "bigcommerce", "shopify")
 
 
 # name -> default; the one place where defaults live.
@@ -37,6 +40,9 @@ DEFAULTS: dict[str, Any] = {
     "PRODUCT_ID_TYPE": "int",
     "MAX_REQUESTS_PER_SECOND": 500.0,
     "RATE_LIMIT_BURST": None,  # None: derived from the rate, see burst_for_rate()
+    # The budget the API announces in its answers' headers (ratelimit/budget_headers.py):
+    # auto (every format), off, or one format's name.
+    "RATE_LIMIT_HEADERS": "auto",
     "MAX_RETRIES": 3,
     "RETRY_BACKOFF_BASE": 1.0,
     "RETRY_BACKOFF_MAX": 60.0,

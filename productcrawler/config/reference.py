@@ -78,6 +78,11 @@ REFERENCE: tuple[Setting, ...] = (
     Setting(('RATE_LIMIT_BURST',), 'rate', 'number ≥ 1',
             'token-bucket capacity',
             default='2 % of the rate (at least 1)'),
+    Setting(('RATE_LIMIT_HEADERS',), 'rate', '`auto`, `off` or a format',
+            'read the budget the API announces in its answers\' headers and pace below it (shared through '
+            'Redis): `auto` (every format), `off`, or one of `ietf`, `x-ratelimit`, `bigcommerce`, `shopify`; '
+            'see [Rate-limit headers](rate-limit-headers.md)',
+            default='`auto`'),
     Setting(('MAX_RETRIES',), 'retries', 'whole number ≥ 0',
             "retries per id before it is recorded as failed (Scrapy's `RETRY_TIMES` works too: see "
             '[Retries](retries.md#scrapys-retry-settings))',

@@ -105,6 +105,7 @@ class CrawlStatsCollector:
                                  "Requests per second let through by the rate limiter, recently.")
         rate.add_metric([], number(stat_keys.RATELIMIT_EFFECTIVE_RATE))
         yield rate
+        yield from _budget_families(stats)
 
         # Before the spider opens its crawl_pass both are 0.
         total = float(getattr(crawl_pass, "total", 0))
@@ -247,6 +248,19 @@ class PrometheusMetrics:
             return deferLater(reactor, self.linger, self.stop)
         self.stop()
         return None
+
+
+def _budget_families(stats: dict[str, object]) -> Iterator[Metric]:
+    """The budget the API announces (RATE_LIMIT_HEADERS); 0 until an answer carries one."""
+    yield _gauge("ratelimit_budget_pace_requests_per_second",
+                 "Requests per second the API's announced budget allows now (below the cap).",
+                 _stat(stats, stat_keys.BUDGET_PACE))
+    yield _gauge("ratelimit_budget_remaining", "Requests the announced budget has left in its window "
+                 "(room left in a leaky bucket).", _stat(stats, stat_keys.BUDGET_REMAINING))
+    yield _gauge("ratelimit_budget_reset_seconds", "Seconds until the announced budget's window resets.",
+                 _stat(stats, stat_keys.BUDGET_RESET_SECONDS))
+    yield _counter("ratelimit_budget_answers", "Answers that carried budget headers.",
+                   _stat(stats, stat_keys.BUDGET_ANSWERS))
 
 
 def _stat(stats: dict[str, object], key: str) -> float:

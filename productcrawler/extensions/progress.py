@@ -57,8 +57,19 @@ class ProgressLog:
         remaining = max(crawl_pass.total - done, 0)
         eta = f"{remaining / rate:.0f} s" if rate > 0 else "unknown"
         logger.info("Progress: %d/%d ids done (%.1f%%), %d stored, %d missing, %d failed; "
-                    "%.0f ids/s, ETA %s", done, crawl_pass.total, 100.0 * done / crawl_pass.total,
-                    stored, missing, failed, rate, eta)
+                    "%.0f ids/s, ETA %s%s", done, crawl_pass.total, 100.0 * done / crawl_pass.total,
+                    stored, missing, failed, rate, eta, self.budget())
+
+    def budget(self) -> str:
+        """The announced budget's part of the line (RATE_LIMIT_HEADERS), empty when there is none."""
+        pace = self.stats.get_value(stat_keys.BUDGET_PACE)
+        if pace is None:
+            return ""
+        left = self.stats.get_value(stat_keys.BUDGET_REMAINING, 0)
+        reset = self.stats.get_value(stat_keys.BUDGET_RESET_SECONDS)
+        if self.stats.get_value(stat_keys.BUDGET_FORMAT) == "shopify" or reset is None:
+            return f"; budget: pace {pace:.0f}/s, room for {left:.0f}"
+        return f"; budget: pace {pace:.0f}/s, {left:.0f} left, reset in {reset:.1f} s"
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self._task.running:

@@ -27,7 +27,11 @@ download handler that does not pace.
 
 A 429 response halves the effective rate (never below 10 % of the cap),
 shared through Redis when there is one; it recovers by 10 % of the cap every
-5 s without a new backoff.
+5 s without a new backoff. When the API announces its budget in its headers
+(``RATE_LIMIT_HEADERS``, :mod:`productcrawler.ratelimit.budget_pacer`), each
+request is first let through by that budget, then takes its slot: the budget
+only lowers the pace below the cap; a 429 that carries the budget sets the
+pace from it and does not halve the rate.
 
 Division of labour with AutoThrottle: the bucket is the hard cap, counted on
 requests sent, and the 429 backoff is the reaction to overload; AutoThrottle
@@ -63,6 +67,7 @@ from scrapy.utils.misc import load_object
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, crawl_config, mask_url
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket, wake_time
+from productcrawler.ratelimit.budget_pacer import BudgetPacer
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
 
 if TYPE_CHECKING:
@@ -134,10 +139,11 @@ class RateLimitMiddleware:
     no request was ready; the stat ``productcrawler/ratelimit/expired_slots``).
     """
 
-    def __init__(self, crawler: Crawler, limiter: RateLimiter) -> None:
+    def __init__(self, crawler: Crawler, limiter: RateLimiter, budget: BudgetPacer | None = None) -> None:
         self.crawler: Crawler = crawler
         self.stats: StatsCollector = crawler.stats
         self.limiter: RateLimiter = limiter
+        self.budget: BudgetPacer | None = budget
         self.sent: int = 0
         self.waiting: int = 0
         self.backoffs: int = 0
@@ -167,7 +173,7 @@ class RateLimitMiddleware:
             limiter = RedisTokenBucket.from_url(config.redis_url, key_prefix=config.redis_key_prefix,
                                                 rate=rate, burst=burst)
             logger.debug("Rate limit shared through %s", mask_url(config.redis_url))
-        middleware = cls(crawler, limiter)
+        middleware = cls(crawler, limiter, BudgetPacer.from_config(crawler.stats, config))
         _LIMITS[crawler] = middleware
         return middleware
 
@@ -194,6 +200,8 @@ class RateLimitMiddleware:
 
     async def spider_closed(self) -> None:
         self._set_effective_rate()
+        if self.budget is not None:
+            await self.budget.close()
         await self.limiter.close()
 
     async def wait_for_slot(self, request: Request) -> float:
@@ -206,6 +214,8 @@ class RateLimitMiddleware:
         in between (see the module docstring).
         """
         entered = time.monotonic()
+        if self.budget is not None:
+            await self.budget.admit(request)
         reservation, slept = await self._wait()
         now = time.monotonic()
         request.meta[META_GRANTED_AT] = reservation.granted_at
@@ -279,11 +289,20 @@ class RateLimitMiddleware:
             self.stats.set_value(stat_keys.RATELIMIT_EXPIRED_SLOTS, self.limiter.expired_slots)
 
     async def process_response(self, request: Request, response: Response) -> Response:
-        if response.status == 429 and "cached" not in response.flags:
+        if "cached" in response.flags:
+            return response
+        announced = self.budget is not None and await self.budget.observe(request, response)
+        if response.status == 429:
             self.stats.inc_value(stat_keys.RATELIMIT_429)
-            if await self.limiter.backoff(request.meta.get(META_GRANTED_AT)):
+            if announced:
+                self.stats.inc_value(stat_keys.BUDGET_429)
+            elif await self.limiter.backoff(request.meta.get(META_GRANTED_AT)):
                 self._log_backoff(request)
         return response
+
+    def process_exception(self, request: Request, exception: BaseException) -> None:
+        if self.budget is not None:
+            self.budget.done(request)
 
     def _log_backoff(self, request: Request) -> None:
         self.backoffs += 1

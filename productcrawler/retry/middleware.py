@@ -12,8 +12,9 @@ exception passed on, as with Scrapy's. What an answer means for a product id
 What it adds:
 
 * each retry carries ``meta["retry_delay"]``: exponential backoff with jitter,
-  or the server's ``Retry-After`` on 429 and 503 (see ``retry/policy.py``); the
-  scheduler holds the request that long, off the downloader;
+  or the server's ``Retry-After`` on whichever retried status carries one
+  (see ``retry/policy.py``); the scheduler holds the request that long, off
+  the downloader;
 * retry reasons are short and stable (``http_503``, ``timeout``,
   ``connection_refused``), in ``retry/reason_count/<reason>`` and in the log,
   where Scrapy writes ``503 Service Unavailable`` or an exception's class path;
@@ -68,8 +69,6 @@ if TYPE_CHECKING:
 __all__ = ["ApiRetryMiddleware", "exception_reason", "known_reason", "retry_http_codes"]
 
 logger = logging.getLogger(__name__)
-
-RETRY_AFTER_STATUSES = frozenset({429, 503})
 
 # Most specific first: Scrapy 2.19's handlers wrap the Twisted errors in their
 # own exceptions, other handlers (or code paths) may let the raw ones through.
@@ -161,7 +160,7 @@ class ApiRetryMiddleware(RetryMiddleware):
         status = response.status
         if request.meta.get("dont_retry", False) or status not in self.retry_http_codes:
             return response
-        retry_after = self.policy.retry_after(response) if status in RETRY_AFTER_STATUSES else None
+        retry_after = self.policy.retry_after(response)
         return self._retry_later(request, f"http_{status}", retry_after, status) or response
 
     def process_exception(self, request: Request, exception: Exception) -> Request | None:

@@ -5,8 +5,9 @@ The header comes in two forms::
     Retry-After: 120                              (delay-seconds)
     Retry-After: Fri, 31 Dec 1999 23:59:59 GMT    (HTTP-date)
 
-``delay-seconds`` is ``1*DIGIT`` and nothing else: a sign, a fraction or an
-exponent makes the value malformed, as does anything that is not a date.
+``delay-seconds`` is ``1*DIGIT`` in the RFC; a decimal fraction (``2.0``,
+which Shopify sends) is taken too, as the seconds it says. A sign, an
+exponent or anything else that is not a date makes the value malformed.
 Besides the IMF-fixdate shown above, the two obsolete HTTP-date forms that
 recipients must still accept (RFC 850, ``Sunday, 06-Nov-94 08:49:37 GMT``, and
 asctime, ``Sun Nov  6 08:49:37 1994``) are parsed too.
@@ -23,7 +24,7 @@ import time
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 
-_DELAY_SECONDS = re.compile(r"[0-9]+")  # not \d: that also matches non-ASCII digits
+_DELAY_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # not \d: that also matches non-ASCII digits
 
 
 def parse_retry_after(value: str | bytes | None, *, now: float | None = None) -> float | None:
@@ -42,7 +43,7 @@ def parse_retry_after(value: str | bytes | None, *, now: float | None = None) ->
         return None
     if _DELAY_SECONDS.fullmatch(text):
         try:
-            return float(int(text))
+            return float(int(text)) if "." not in text else float(text)
         except OverflowError:
             return math.inf
     return _seconds_until_date(text, time.time() if now is None else now)

@@ -1,0 +1,232 @@
+"""The budget an API announces in its response headers, read into one observation.
+
+Four formats, by the names ``RATE_LIMIT_HEADERS`` takes:
+
+``x-ratelimit``
+    express-rate-limit and many Node APIs: ``X-RateLimit-Limit`` (the quota),
+    ``X-RateLimit-Remaining``, ``X-RateLimit-Reset``. The reset is Unix epoch
+    seconds on some servers and delta seconds on others under the same name:
+    a value of at least ``EPOCH_THRESHOLD`` (about 2001 as a date, 31 years
+    as a delay) is an epoch.
+``ietf``
+    draft-ietf-httpapi-ratelimit-headers: ``RateLimit-Policy: "p";q=100;w=60``
+    and ``RateLimit: "p";r=50;t=30`` (RFC 8941 structured fields, parsed by
+    ``http_sf``); or the older split ``RateLimit-Limit`` / ``RateLimit-Remaining``
+    / ``RateLimit-Reset`` (delta seconds).
+``bigcommerce``
+    ``X-Rate-Limit-Requests-Quota``, ``X-Rate-Limit-Requests-Left``,
+    ``X-Rate-Limit-Time-Window-Ms``, ``X-Rate-Limit-Time-Reset-Ms``.
+``shopify``
+    a leaky bucket, ``X-Shopify-Shop-Api-Call-Limit: used/size``; the leak
+    rate is not announced (:mod:`.budget_reader` measures it).
+
+Whole seconds are what servers send for resets, rounded up (express-rate-limit
+takes the ceiling), so a reset read from them is an upper bound, coarse by its
+``resolution``. A format whose headers are present but unreadable (not
+numbers, a negative count, a part missing) is ignored for that answer and
+logged once per format.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import http_sf
+
+from productcrawler.config.defaults import RATE_LIMIT_HEADER_FORMATS
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+logger = logging.getLogger(__name__)
+
+#: Tried in this order by ``auto``: the standard first, the vendor formats after.
+FORMATS = IETF, X_RATELIMIT, BIGCOMMERCE, SHOPIFY = RATE_LIMIT_HEADER_FORMATS
+EPOCH_THRESHOLD = 1_000_000_000.0
+_INTEGER = re.compile(r"[0-9]+")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_SHOPIFY = re.compile(r"([0-9]+)\s*/\s*([0-9]+)")
+
+
+class Malformed(ValueError):
+    """A format's headers are there but cannot be read."""
+
+
+@dataclass(frozen=True)
+class WindowBudget:
+    """A fixed window: ``remaining`` requests until the reset, ``reset_after`` seconds from the answer."""
+
+    format: str
+    remaining: int
+    reset_after: float
+    resolution: float  # the reset may be up to this much earlier than reset_after
+    quota: int | None = None
+    window: float | None = None
+    epoch: bool = False  # the reset came as a Unix time
+
+
+@dataclass(frozen=True)
+class LeakyBudget:
+    """A leaky bucket filled to ``level`` of ``size``."""
+
+    format: str
+    level: int
+    size: int
+
+
+Budget = WindowBudget | LeakyBudget
+
+
+class Headers(Protocol):
+    def get(self, key: str) -> Any: ...
+
+
+def _text(headers: Headers, name: str) -> str | None:
+    value = headers.get(name)
+    if value is None:
+        return None
+    text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+    return text.strip(" \t")
+
+
+def _count(name: str, text: str | None) -> int:
+    if text is None or not _INTEGER.fullmatch(text):
+        raise Malformed(f"{name}: {text!r} is not a whole number")
+    return int(text)
+
+
+def _seconds(name: str, text: str | None) -> tuple[float, float]:
+    """A number of seconds and its resolution (1 for whole seconds, else 0.001)."""
+    if text is None or not _NUMBER.fullmatch(text):
+        raise Malformed(f"{name}: {text!r} is not a number of seconds")
+    value = float(text)
+    if not math.isfinite(value):
+        raise Malformed(f"{name}: {text!r} is not a number of seconds")
+    return value, (1.0 if "." not in text else 0.001)
+
+
+def _x_ratelimit(headers: Headers, wall_now: float) -> WindowBudget | None:
+    remaining = _text(headers, "X-RateLimit-Remaining")
+    if remaining is None:
+        return None
+    limit = _text(headers, "X-RateLimit-Limit")
+    reset, resolution = _seconds("X-RateLimit-Reset", _text(headers, "X-RateLimit-Reset"))
+    epoch = reset >= EPOCH_THRESHOLD
+    if epoch:
+        reset = max(0.0, reset - wall_now)
+    return WindowBudget(X_RATELIMIT, _count("X-RateLimit-Remaining", remaining), reset, resolution,
+                        quota=None if limit is None else _count("X-RateLimit-Limit", limit), epoch=epoch)
+
+
+def _sf_list(name: str, text: str) -> list[tuple[Any, dict[str, Any]]]:
+    try:
+        parsed = http_sf.parse(text.encode("latin-1"), tltype="list")
+    except http_sf.StructuredFieldError as error:
+        raise Malformed(f"{name}: {text!r}: {error}") from None
+    return [(value, params) for value, params in parsed if not isinstance(value, list)]
+
+
+def _sf_integer(name: str, params: dict[str, Any], key: str, *, required: bool = True) -> int | None:
+    value = params.get(key)
+    if value is None and not required:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Malformed(f"{name}: {key}={value!r} is not a non-negative integer")
+    return value
+
+
+def _ietf(headers: Headers, wall_now: float) -> WindowBudget | None:
+    current = _text(headers, "RateLimit")
+    if current is None:
+        return _ietf_split(headers)
+    policies = {}
+    policy_text = _text(headers, "RateLimit-Policy")
+    if policy_text is not None:
+        for name, params in _sf_list("RateLimit-Policy", policy_text):
+            policies[name] = (_sf_integer("RateLimit-Policy", params, "q"),
+                              _sf_integer("RateLimit-Policy", params, "w", required=False))
+    budgets = []
+    for name, params in _sf_list("RateLimit", current):
+        remaining = _sf_integer("RateLimit", params, "r")
+        reset = _sf_integer("RateLimit", params, "t")
+        quota, window = policies.get(name, (None, None))
+        budgets.append(WindowBudget(IETF, remaining, float(reset), 1.0, quota=quota,
+                                    window=None if window is None else float(window)))
+    if not budgets:
+        raise Malformed(f"RateLimit: {current!r} names no policy")
+    # Several policies (per second, per hour): the one that allows the fewest per second binds.
+    return min(budgets, key=lambda budget: budget.remaining / max(budget.reset_after, 1.0))
+
+
+def _ietf_split(headers: Headers) -> WindowBudget | None:
+    remaining = _text(headers, "RateLimit-Remaining")
+    if remaining is None:
+        return None
+    reset, resolution = _seconds("RateLimit-Reset", _text(headers, "RateLimit-Reset"))
+    quota = window = None
+    limit = _text(headers, "RateLimit-Limit")
+    if limit is not None:
+        # "100" or, in some drafts, "100, 100;w=60": the first member, its window if given.
+        members = _sf_list("RateLimit-Limit", limit)
+        if not members or isinstance(members[0][0], bool) or not isinstance(members[0][0], int):
+            raise Malformed(f"RateLimit-Limit: {limit!r} is not a quota")
+        quota = members[0][0]
+        windows = [_sf_integer("RateLimit-Limit", params, "w", required=False) for _value, params in members]
+        window = next((float(w) for w in windows if w is not None), None)
+    return WindowBudget(IETF, _count("RateLimit-Remaining", remaining), reset, resolution,
+                        quota=quota, window=window)
+
+
+def _bigcommerce(headers: Headers, wall_now: float) -> WindowBudget | None:
+    left = _text(headers, "X-Rate-Limit-Requests-Left")
+    if left is None:
+        return None
+    quota = _count("X-Rate-Limit-Requests-Quota", _text(headers, "X-Rate-Limit-Requests-Quota"))
+    window = _count("X-Rate-Limit-Time-Window-Ms", _text(headers, "X-Rate-Limit-Time-Window-Ms"))
+    reset = _count("X-Rate-Limit-Time-Reset-Ms", _text(headers, "X-Rate-Limit-Time-Reset-Ms"))
+    return WindowBudget(BIGCOMMERCE, _count("X-Rate-Limit-Requests-Left", left), reset / 1000.0, 0.001,
+                        quota=quota, window=window / 1000.0 if window > 0 else None)
+
+
+def _shopify(headers: Headers, wall_now: float) -> LeakyBudget | None:
+    text = _text(headers, "X-Shopify-Shop-Api-Call-Limit")
+    if text is None:
+        return None
+    match = _SHOPIFY.fullmatch(text)
+    if match is None or int(match.group(2)) == 0:
+        raise Malformed(f"X-Shopify-Shop-Api-Call-Limit: {text!r} is not used/size")
+    return LeakyBudget(SHOPIFY, int(match.group(1)), int(match.group(2)))
+
+
+_PARSERS: dict[str, Callable[[Headers, float], Budget | None]] = {
+    X_RATELIMIT: _x_ratelimit, IETF: _ietf, BIGCOMMERCE: _bigcommerce, SHOPIFY: _shopify,
+}
+
+
+class BudgetHeaders:
+    """Reads the enabled formats from an answer's headers; logs each format's first malformed answer."""
+
+    def __init__(self, formats: Iterable[str]) -> None:
+        self.formats: tuple[str, ...] = tuple(name for name in FORMATS if name in set(formats))
+        self.malformed: int = 0
+        self._logged: set[str] = set()
+
+    def parse(self, headers: Headers, wall_now: float) -> Budget | None:
+        """The first enabled format found in ``headers``; None when there is none (or none readable)."""
+        for name in self.formats:
+            try:
+                budget = _PARSERS[name](headers, wall_now)
+            except Malformed as error:
+                self.malformed += 1
+                if name not in self._logged:
+                    self._logged.add(name)
+                    logger.warning("Rate limit: ignoring malformed %s budget headers (%s) (no more "
+                                   "of these messages will be shown for this format)", name, error)
+                continue
+            if budget is not None:
+                return budget
+        return None

@@ -1,0 +1,149 @@
+"""The announced budget in a crawl: every answer read, every request let through by the budget gate.
+
+Built by :class:`~productcrawler.ratelimit.middleware.RateLimitMiddleware`
+when ``RATE_LIMIT_HEADERS`` is not ``off``. Each request is let through by the
+gate (:mod:`.budget_plan`, or :mod:`.redis_budget` with ``REDIS_URL``) before it
+takes its token-bucket slot, and carries its number in ``meta``; each answer,
+whatever its status, is read for budget headers (:mod:`.budget_headers`) and
+reported (:mod:`.budget_reader`). The pace in force, the budget left and its
+reset go into the stats (``productcrawler/ratelimit/budget/*``), which the
+progress line and the Prometheus metrics read.
+
+Until a budget is known (from an answer of this instance, or recorded in
+Redis by another), at most ``PROBES`` requests are in flight: sent at the cap,
+the requests of the first round trip would spend a small budget before any
+answer told it (a leaky bucket of 40 fills in a tenth of a second at 500/s,
+and two instances fill it twice as fast). A probe ends with its answer or its
+download error; should neither come (a request lost between the two), the
+next probes go after ``PROBE_TIMEOUT``. Once ``PROBES`` answers in a row carried no budget and none
+ever did, the API announces none and requests go unprobed; the first answer
+that carries one turns the gate on again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from productcrawler import stat_keys
+from productcrawler.ratelimit.budget_headers import BudgetHeaders
+from productcrawler.ratelimit.budget_plan import LocalBudgetGate
+from productcrawler.ratelimit.budget_reader import BudgetReader
+from productcrawler.ratelimit.redis_budget import RedisBudgetGate
+
+if TYPE_CHECKING:
+    from scrapy.http import Request, Response
+    from scrapy.statscollectors import StatsCollector
+
+    from productcrawler.config import CrawlConfig
+    from productcrawler.ratelimit.budget_plan import Budget
+
+META_BUDGET_SEQ = "ratelimit_budget_seq"
+META_PROBE = "ratelimit_budget_probe"  # set on a request sent while no budget was known
+#: Requests in flight while no budget is known: enough to learn one within a round trip,
+#: few enough that they cannot overdraw a small budget between them.
+PROBES = 2
+PROBE_TIMEOUT = 2.0  # seconds a waiting request waits for a probe to end before it becomes one
+STATS_INTERVAL = 0.25  # seconds between updates of the budget stats
+
+
+class BudgetPacer:
+    def __init__(self, stats: StatsCollector, gate: LocalBudgetGate | RedisBudgetGate, formats: tuple[str, ...],
+                 cap: float) -> None:
+        self.stats = stats
+        self.gate = gate
+        self.headers = BudgetHeaders(formats)
+        self.reader = BudgetReader()
+        self.cap = cap
+        self.format: str | None = None  # the format last seen
+        #: Whether the API announces a budget: None until an answer tells either way.
+        self.announced: bool | None = None
+        self.probing: int = 0  # probes in flight
+        self.probes: int = 0  # probes sent
+        self._bare: int = 0  # answers in a row without a budget, before any with one
+        self._probe_done = asyncio.Event()
+        self._stats_at: float = -1.0
+
+    @classmethod
+    def from_config(cls, stats: StatsCollector, config: CrawlConfig) -> BudgetPacer | None:
+        if not config.rate_limit_headers:
+            return None
+        cap = config.max_requests_per_second
+        gate: LocalBudgetGate | RedisBudgetGate
+        if config.redis_url is None:
+            gate = LocalBudgetGate()
+        else:
+            gate = RedisBudgetGate.from_url(config.redis_url, key_prefix=config.redis_key_prefix, cap=cap)
+        return cls(stats, gate, config.rate_limit_headers, cap)
+
+    async def admit(self, request: Request) -> None:
+        """Wait until the budget lets ``request`` go."""
+        if self.announced is False:
+            request.meta[META_BUDGET_SEQ] = None
+            return
+        while not self.gate.known():
+            if self.probing < PROBES:
+                self.probing += 1
+                self.probes += 1
+                request.meta[META_PROBE] = True
+                break
+            self._probe_done.clear()
+            try:
+                await asyncio.wait_for(self._probe_done.wait(), PROBE_TIMEOUT)
+            except TimeoutError:
+                self.probing = 0  # those probes are lost: their end no longer counts
+            if self.announced is False:
+                request.meta[META_BUDGET_SEQ] = None
+                return
+        request.meta[META_BUDGET_SEQ] = await self.gate.admit()
+
+    def done(self, request: Request) -> None:
+        """``request`` was answered or failed: a probe among it ends."""
+        if request.meta.pop(META_PROBE, False):
+            self.probing = max(0, self.probing - 1)
+            self._probe_done.set()
+
+    async def observe(self, request: Request, response: Response) -> bool:
+        """Read ``response``'s budget headers; whether it had any."""
+        budget = self.headers.parse(response.headers, time.time())
+        if self.headers.malformed:
+            self.stats.set_value(stat_keys.BUDGET_MALFORMED, self.headers.malformed)
+        if budget is None:
+            if self.announced is None:
+                self._bare += 1
+                if self._bare >= PROBES:
+                    self.announced = False
+            self.done(request)
+            return False
+        self.announced = True
+        now = time.monotonic()
+        report = self.reader.read(budget, request.meta.get(META_BUDGET_SEQ), now, time.time())
+        self.stats.inc_value(stat_keys.BUDGET_ANSWERS)
+        if self.format != budget.format:
+            self.format = budget.format
+            self.stats.set_value(stat_keys.BUDGET_FORMAT, budget.format)
+        if report is not None:
+            await self.gate.report(report)
+        self.done(request)
+        if now - self._stats_at >= STATS_INTERVAL:
+            self._stats_at = now
+            self.record(self.budget())
+        return True
+
+    def budget(self) -> Budget | None:
+        return self.gate.budget(self.cap)
+
+    def record(self, budget: Budget | None) -> None:
+        if budget is None:
+            return
+        self.stats.set_value(stat_keys.BUDGET_PACE, round(budget.pace, 3))
+        self.stats.set_value(stat_keys.BUDGET_REMAINING, round(budget.remaining, 1))
+        if budget.reset_in is not None:
+            self.stats.set_value(stat_keys.BUDGET_RESET_SECONDS, round(budget.reset_in, 3))
+
+    async def close(self) -> None:
+        if self.probes:
+            self.stats.set_value(stat_keys.BUDGET_PROBES, self.probes)
+        self.record(self.budget())
+        await self.gate.close()

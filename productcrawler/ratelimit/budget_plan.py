@@ -1,0 +1,188 @@
+"""The pace an announced budget allows: when the next request may go, from the newest report.
+
+Every request that is sent is first *let through* by the budget gate, which
+numbers it (``seq``) and says when it may go; the token bucket's slot comes
+after, so the budget only ever lowers the pace below the cap. The newest
+report (by ``seq``: the answer to the latest request let through) decides:
+
+* fixed window: ``remaining`` minus the requests let through after the
+  reported one (in flight, or about to be) minus a margin is what may still go
+  before the reset; it is spread evenly up to the reset. When it is spent, or
+  the reset has passed, the next window opens at the reset with the whole
+  quota, spread over the window (when the quota and the window are known;
+  otherwise the gate stays open until an answer tells the new budget);
+* leaky bucket: the level the API will see is the reported level plus the
+  requests let through since, less what leaked at the measured rate; the next
+  request goes when that stays below the size less a margin. Before the leak
+  is measured, one request goes every ``PROBE_INTERVAL`` while the bucket has
+  room, so that answers keep coming and measure it.
+
+A report older than its window (for a leaky bucket, the time it takes to
+drain, at least a second) is ignored. :mod:`.redis_budget` runs the same
+arithmetic in Redis (``lua/budget_claim.lua``) for instances that share a budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import time
+from typing import TYPE_CHECKING, NamedTuple
+
+from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report, WindowReport
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+QUOTA_MARGIN = 0.02  # of the quota (or the remaining count, when the quota is unknown), at least 1
+LEVEL_MARGIN = 0.05  # of a leaky bucket's size, at least 1 (and SKEW, up to a quarter of the size)
+LEAK_SAFETY = 0.97  # of the measured leak rate
+PROBE_INTERVAL = 0.1  # seconds between requests while a leak rate is unknown
+RESET_MARGIN = 0.005  # seconds after a reset before the new window's first request
+#: Requests of one process let through and not yet gone: enough that a late wake-up or a
+#: Redis round trip does not hold the next one up, few enough that a new report soon applies.
+AHEAD = 4
+
+
+class Budget(NamedTuple):
+    """What the progress line, the stats and the metrics show."""
+
+    pace: float  # requests per second the budget allows now
+    remaining: float  # requests that may still go in this window (room left in a leaky bucket)
+    reset_in: float | None  # seconds to the reset; None for a leaky bucket
+
+
+def margin(report: WindowReport) -> float:
+    return max(1.0, QUOTA_MARGIN * (report.quota if report.quota is not None else report.remaining))
+
+
+def level_margin(size: int) -> float:
+    """Room kept free in a leaky bucket: answers may not count a few requests already sent (SKEW)."""
+    return max(1.0, LEVEL_MARGIN * size, min(float(SKEW), size / 4))
+
+
+def report_window(report: Report) -> float:
+    """How long a report stays worth reading."""
+    if isinstance(report, WindowReport):
+        return report.window if report.window is not None else max(1.0, report.reset_at - report.observed_at)
+    return max(1.0, report.size / report.leak) if report.leak else 1.0
+
+
+class Plan:
+    """The local gate's arithmetic; clock-free (``now`` passed in)."""
+
+    def __init__(self) -> None:
+        self.report: Report | None = None
+        self.seq: int = 0  # requests let through so far
+        self.last_at: float = -math.inf  # when the latest one was let through
+
+    def accept(self, report: Report, now: float) -> bool:
+        """Take ``report`` if it is the newest and not older than its window."""
+        current = self.report
+        if current is not None:
+            if report.seq is None or (current.seq is not None and report.seq < current.seq):
+                return False
+        if now - report.observed_at > report_window(report):
+            return False
+        if report.seq is None:  # a request let through before the gate knew of a budget
+            report = dataclasses.replace(report, seq=self.seq)
+        self.report = report
+        return True
+
+    def claim(self, now: float) -> tuple[int, float]:
+        """Number the next request and say when it may go."""
+        self.seq += 1
+        at = now
+        if isinstance(self.report, WindowReport):
+            at = self._window_slot(self.report, now)
+        elif isinstance(self.report, LeakyReport):
+            at = self._leaky_slot(self.report, now)
+        self.last_at = at
+        return self.seq, at
+
+    def _behind(self, report: Report) -> int:
+        """Requests let through after the reported one, before the one being let through."""
+        return self._since(report) - 1
+
+    def _since(self, report: Report) -> int:
+        """Requests let through after the reported one."""
+        return self.seq - (report.seq or 0)
+
+    def _window_slot(self, report: WindowReport, now: float) -> float:
+        usable = report.remaining - self._behind(report) - margin(report)
+        start = max(now, self.last_at)
+        if usable >= 1 and start < report.reset_at + RESET_MARGIN:
+            base = max(self.last_at, report.observed_at)
+            return max(start, base + (report.reset_at - base) / usable)
+        # This window is spent or over: the next opens at the reset.
+        opened = max(start, report.reset_at + RESET_MARGIN)
+        if report.quota is None or report.window is None:
+            self.report = None  # the new window's budget is unknown until an answer tells it
+            return opened
+        reset_at = report.reset_at + report.window
+        while reset_at + RESET_MARGIN <= opened:  # idle for whole windows
+            reset_at += report.window
+        self.report = dataclasses.replace(report, seq=self.seq - 1, remaining=report.quota,
+                                          reset_at=reset_at, observed_at=opened)
+        return opened
+
+    def _leaky_slot(self, report: LeakyReport, now: float) -> float:
+        level = report.level + self._behind(report) + 1  # with this request, before any leak
+        excess = level - (report.size - level_margin(report.size))
+        if excess <= 0:
+            return now
+        if report.leak:
+            return max(now, report.observed_at + excess / (report.leak * LEAK_SAFETY))
+        # Unmeasured: a probe while there is room, to get answers that measure the leak.
+        interval = PROBE_INTERVAL if level <= report.size else 5 * PROBE_INTERVAL
+        return max(now, self.last_at + interval)
+
+    def budget(self, now: float, cap: float) -> Budget | None:
+        report = self.report
+        if isinstance(report, WindowReport):
+            usable = max(0.0, report.remaining - self._since(report) - margin(report))
+            reset_in = max(0.0, report.reset_at - now)
+            return Budget(min(cap, usable / reset_in) if reset_in > 0 else cap, usable, reset_in)
+        if isinstance(report, LeakyReport):
+            room = report.size - report.level - self._since(report)
+            leaked = (report.leak or 0.0) * max(0.0, now - report.observed_at)
+            pace = min(cap, report.leak * LEAK_SAFETY) if report.leak else 1.0 / PROBE_INTERVAL
+            return Budget(pace, max(0.0, min(report.size, room + leaked)), None)
+        return None
+
+
+class LocalBudgetGate:
+    """The plan of one process; at most ``AHEAD`` requests let through wait for their time at once."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.plan = Plan()
+        self.clock = clock
+        self._ahead = asyncio.Semaphore(AHEAD)
+
+    def __str__(self) -> str:
+        return "local budget"
+
+    async def admit(self) -> int:
+        """Wait until the budget lets one more request go; its number."""
+        if self.plan.report is None and not self._ahead.locked():
+            return self.plan.claim(self.clock())[0]
+        async with self._ahead:
+            seq, at = self.plan.claim(self.clock())
+            delay = at - self.clock()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        return seq
+
+    def known(self) -> bool:
+        """Whether a budget is known (an answer announced one)."""
+        return self.plan.report is not None
+
+    async def report(self, report: Report) -> None:
+        self.plan.accept(report, self.clock())
+
+    def budget(self, cap: float) -> Budget | None:
+        return self.plan.budget(self.clock(), cap)
+
+    async def close(self) -> None:
+        return None

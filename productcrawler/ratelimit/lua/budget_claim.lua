@@ -1,0 +1,68 @@
+-- Let one request through the shared budget: number it and say when it may go.
+-- The arithmetic of productcrawler/ratelimit/budget_plan.py (Plan.claim), in the server's clock.
+-- KEYS[1] the budget hash. ARGV: ttl (seconds), QUOTA_MARGIN, LEVEL_MARGIN, LEAK_SAFETY,
+-- PROBE_INTERVAL, RESET_MARGIN, cap (requests per second, for the pace shown), SKEW (budget_plan.level_margin).
+-- Returns now, at, seq, pace, left, reset_in as strings (-1: unknown).
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local key = KEYS[1]
+local ttl, quota_margin, level_margin = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local leak_safety, probe, reset_margin, cap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]),
+  tonumber(ARGV[7])
+local skew = tonumber(ARGV[8])
+local function fmt(x) return string.format('%.6f', x) end
+local seq = redis.call('HINCRBY', key, 'seq', 1)
+local s = redis.call('HMGET', key, 'kind', 'rseq', 'observed_at', 'remaining', 'reset_at', 'quota', 'window',
+  'size', 'leak', 'last_at')
+local kind, rseq, observed = s[1], tonumber(s[2]), tonumber(s[3])
+local last_at = tonumber(s[10]) or -1e18
+local at, pace, left, reset_in = now, -1, -1, -1
+local start = math.max(now, last_at)
+
+if kind == 'w' then
+  local remaining, reset_at = tonumber(s[4]), tonumber(s[5])
+  local quota, window = tonumber(s[6]), tonumber(s[7])
+  local function margin(r) return math.max(1, quota_margin * ((quota >= 0) and quota or r)) end
+  local usable = remaining - (seq - 1 - rseq) - margin(remaining)
+  if usable >= 1 and start < reset_at + reset_margin then
+    local base = math.max(last_at, observed)
+    at = math.max(start, base + (reset_at - base) / usable)
+  else
+    at = math.max(start, reset_at + reset_margin)
+    if quota < 0 or window < 0 then
+      redis.call('HDEL', key, 'kind')
+      kind = nil
+    else
+      local r = reset_at + window
+      while r + reset_margin <= at do r = r + window end
+      local width = reset_at - (tonumber(redis.call('HGET', key, 'reset_lo')) or reset_at)
+      rseq, remaining, reset_at = seq - 1, quota, r
+      redis.call('HSET', key, 'rseq', rseq, 'remaining', remaining, 'reset_at', fmt(r), 'reset_lo', fmt(r - width),
+        'observed_at', fmt(at))
+    end
+  end
+  if kind then
+    left = math.max(0, remaining - (seq - rseq) - margin(remaining))
+    reset_in = math.max(0, reset_at - now)
+    pace = (reset_in > 0) and math.min(cap, left / reset_in) or cap
+  end
+elseif kind == 'l' then
+  local level, size, leak = tonumber(s[4]), tonumber(s[8]), tonumber(s[9])
+  local filled = level + (seq - 1 - rseq) + 1
+  local excess = filled - (size - math.max(1, level_margin * size, math.min(skew, size / 4)))
+  if excess > 0 then
+    if leak > 0 then
+      at = math.max(now, observed + excess / (leak * leak_safety))
+    else
+      at = math.max(now, last_at + ((filled <= size) and probe or 5 * probe))
+    end
+  end
+  local leaked = math.max(0, leak) * math.max(0, now - observed)
+  left = math.max(0, math.min(size, size - level - (seq - rseq) + leaked))
+  pace = (leak > 0) and math.min(cap, leak * leak_safety) or 1 / probe
+end
+
+redis.call('HSET', key, 'last_at', fmt(at))
+redis.call('PEXPIRE', key, math.ceil(ttl * 1000))
+return {fmt(now), fmt(at), tostring(seq), string.format('%.3f', pace), string.format('%.3f', left),
+        string.format('%.6f', reset_in)}

@@ -1,0 +1,136 @@
+"""One announced budget shared by every instance through Redis.
+
+The plan of :mod:`.budget_plan` kept in one hash,
+``{REDIS_KEY_PREFIX}:ratelimit:budget``, and run by two Lua scripts
+(``lua/budget_claim.lua``, ``lua/budget_report.lua``) in the server's clock:
+every instance's answers report into it (the newest, by the number the
+answered request was let through with, wins; one older than its window is
+dropped), and every instance's requests are let through by it, numbered in one
+sequence, so the requests in flight of all instances count against the
+budget and N instances spend one budget between them.
+
+Every request let through is one call (the probes of
+:mod:`.budget_pacer` too, so that an instance starting next to one that
+knows the budget is paced by it from its first request), then the wait until
+its time, at most ``AHEAD`` at once per instance, with no blocking call on
+the reactor (redis-py's asyncio client). A crawl of an API that announces no
+budget makes only its few probes' calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
+
+from productcrawler.ratelimit import budget_plan
+from productcrawler.ratelimit.budget_plan import AHEAD, Budget
+from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report
+from productcrawler.redis_connection import AsyncClient, async_redis_client
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    # typing.Self requires Python 3.11
+    from typing import Self
+
+logger = logging.getLogger(__name__)
+
+KEY_TTL = 120.0  # seconds the shared budget outlives its last use
+REDIS_TIMEOUT = 5.0
+
+
+def _script(name: str) -> str:
+    return resources.files("productcrawler.ratelimit").joinpath("lua", name).read_text(encoding="utf-8")
+
+
+CLAIM_SCRIPT = _script("budget_claim.lua")
+REPORT_SCRIPT = _script("budget_report.lua")
+
+
+class RedisBudgetGate:
+    """The shared plan; same interface as :class:`~.budget_plan.LocalBudgetGate`."""
+
+    def __init__(self, client: AsyncClient, *, key_prefix: str, cap: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.client: AsyncClient = client
+        self.key: str = f"{key_prefix}:ratelimit:budget"
+        self.cap: float = cap
+        self.clock: Callable[[], float] = clock
+        self.redis_calls: int = 0
+        self._budget: Budget | None = None
+        self._ahead = asyncio.Semaphore(AHEAD)
+        self._error_logged: bool = False
+        self._claim = client.register_script(CLAIM_SCRIPT)
+        self._report = client.register_script(REPORT_SCRIPT)
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> Self:
+        client = async_redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
+        return cls(client, **kwargs)
+
+    def __str__(self) -> str:
+        return f"Redis budget {self.key}"
+
+    def known(self) -> bool:
+        """Whether the shared budget was known at the latest call (or this instance just recorded one)."""
+        return self._budget is not None
+
+    async def admit(self) -> int | None:
+        """Wait until the shared budget lets one more request go; its number (None: Redis failed)."""
+        async with self._ahead:
+            args = [repr(KEY_TTL), repr(budget_plan.QUOTA_MARGIN), repr(budget_plan.LEVEL_MARGIN),
+                    repr(budget_plan.LEAK_SAFETY), repr(budget_plan.PROBE_INTERVAL),
+                    repr(budget_plan.RESET_MARGIN), repr(self.cap), repr(SKEW)]
+            try:
+                self.redis_calls += 1
+                reply = await self._claim(keys=[self.key], args=args)
+            except RedisError as exc:
+                self._log_error("let a request through", exc)
+                return None
+            received = self.clock()
+            server_now, at, seq, pace, left, reset_in = (float(value) for value in reply)
+            self._budget = (None if pace < 0 else
+                            Budget(pace, left, None if reset_in < 0 else reset_in))
+            delay = at - server_now
+            if delay > 0:
+                await asyncio.sleep(max(0.0, received + delay - self.clock()))
+        return int(seq)
+
+    async def report(self, report: Report) -> None:
+        age = max(0.0, self.clock() - report.observed_at)
+        seq = -1 if report.seq is None else report.seq
+        if isinstance(report, LeakyReport):
+            values: list[Any] = ["l", seq, repr(age), report.level, report.size,
+                                 -1 if report.leak is None else repr(report.leak)]
+        else:
+            values = ["w", seq, repr(age), report.remaining, repr(report.reset_at - report.observed_at),
+                      -1 if report.quota is None else report.quota,
+                      -1 if report.window is None else repr(report.window),
+                      repr((report.reset_from if report.reset_from is not None else report.reset_at)
+                           - report.observed_at)]
+        try:
+            self.redis_calls += 1
+            await self._report(keys=[self.key], args=[repr(KEY_TTL), *values])
+            if self._budget is None:
+                self._budget = Budget(0.0, 0.0, None)  # the next call tells the shared figures
+        except RedisError as exc:
+            self._log_error("record a budget", exc)
+
+    def budget(self, cap: float) -> Budget | None:
+        return self._budget
+
+    def _log_error(self, what: str, exc: Exception) -> None:
+        if self._error_logged:
+            logger.debug("Rate limit: could not %s in Redis: %s", what, exc)
+            return
+        self._error_logged = True
+        logger.warning("Rate limit: could not %s in Redis: %s (the budget is not kept while Redis "
+                       "fails; no more of these messages will be shown)", what, exc)
+
+    async def close(self) -> None:
+        await self.client.aclose()

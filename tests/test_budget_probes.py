@@ -1,0 +1,70 @@
+"""Before a budget is known, only probes go: at most PROBES in flight, until an answer tells the budget."""
+
+from __future__ import annotations
+
+import asyncio
+
+from scrapy.http import Request, Response
+from scrapy.statscollectors import MemoryStatsCollector
+from scrapy.utils.test import get_crawler
+
+from productcrawler.ratelimit.budget_pacer import PROBES, BudgetPacer
+from productcrawler.ratelimit.budget_plan import LocalBudgetGate
+
+BUDGET = {"X-RateLimit-Limit": "1000", "X-RateLimit-Remaining": "990", "X-RateLimit-Reset": "1"}
+
+
+def pacer() -> BudgetPacer:
+    return BudgetPacer(MemoryStatsCollector(get_crawler()), LocalBudgetGate(), ("x-ratelimit",), 500.0)
+
+
+def answer(request: Request, headers: dict[str, str] | None = None) -> Response:
+    return Response(request.url, status=200, headers=headers or {}, request=request)
+
+
+async def let_through(budget: BudgetPacer, count: int) -> tuple[list[Request], list[asyncio.Task[None]]]:
+    requests = [Request(f"http://127.0.0.1/v1/product/{i}") for i in range(count)]
+    tasks = [asyncio.ensure_future(budget.admit(request)) for request in requests]
+    await asyncio.sleep(0.05)
+    return requests, tasks
+
+
+def test_only_probes_go_until_an_answer_announces_the_budget() -> None:
+    async def run() -> None:
+        budget = pacer()
+        requests, tasks = await let_through(budget, 6)
+        assert sum(task.done() for task in tasks) == PROBES
+        first = next(r for r, t in zip(requests, tasks, strict=True) if t.done())
+        assert await budget.observe(first, answer(first, BUDGET))
+        await asyncio.sleep(0.05)
+        assert all(task.done() for task in tasks)  # the budget is known: paced by it, not probed
+        assert budget.probes == PROBES
+
+    asyncio.run(run())
+
+
+def test_an_api_without_budget_headers_is_not_held_up_after_the_probes() -> None:
+    async def run() -> None:
+        budget = pacer()
+        requests, tasks = await let_through(budget, 5)
+        assert sum(task.done() for task in tasks) == PROBES
+        for request, task in list(zip(requests, tasks, strict=True))[:PROBES]:
+            assert task.done()
+            assert not await budget.observe(request, answer(request))
+        await asyncio.sleep(0.01)
+        assert all(task.done() for task in tasks)
+        assert budget.announced is False
+
+    asyncio.run(run())
+
+
+def test_a_failed_probe_lets_the_next_one_go() -> None:
+    async def run() -> None:
+        budget = pacer()
+        requests, tasks = await let_through(budget, 3)
+        assert [task.done() for task in tasks] == [True, True, False]
+        budget.done(requests[0])  # a download error
+        await asyncio.sleep(0.01)
+        assert tasks[2].done()
+
+    asyncio.run(run())

@@ -140,7 +140,7 @@ def test_build_context_is_the_package_the_simulator_and_what_installs_them() -> 
     sent = build_context()
     # The simulator is in the image because docker-compose.yml runs it from the same image.
     modules = {path.relative_to(ROOT).as_posix() for package in ("productcrawler", "simulator")
-               for path in (ROOT / package).rglob("*.py")}
+               for pattern in ("*.py", "*.lua") for path in (ROOT / package).rglob(pattern)}
     assert modules <= sent
     assert {"requirements.txt", "scrapy.cfg"} <= sent
     assert not {name for name in sent if "__pycache__" in name or name.endswith(".pyc")}

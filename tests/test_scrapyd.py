@@ -248,10 +248,12 @@ def test_the_egg_holds_every_module_of_the_package(tmp_path: Path) -> None:
     with zipfile.ZipFile(egg) as archive:
         contents = set(archive.namelist())
         entry_points = archive.read("EGG-INFO/entry_points.txt").decode()
-    modules = {path.relative_to(project).as_posix() for path in (project / PROJECT).rglob("*.py")}
+    # The package's code: its Python modules and the Lua scripts it loads into Redis.
+    modules = {path.relative_to(project).as_posix() for pattern in ("*.py", "*.lua")
+               for path in (project / PROJECT).rglob(pattern)}
     assert modules, "no modules found in the project copy"
     assert modules - contents == set()
-    # Everything the crawl reads at run time is Python: no data files to miss.
+    # Everything the crawl reads at run time is code: no data files to miss.
     package_files = {path.relative_to(project).as_posix() for path in (project / PROJECT).rglob("*")
                      if path.is_file() and "__pycache__" not in path.parts}
     assert package_files == modules

@@ -25,6 +25,7 @@ from productcrawler.ratelimit.budget_headers import LeakyBudget, WindowBudget
 from productcrawler.ratelimit.budget_plan import Plan
 from productcrawler.ratelimit.budget_reader import BudgetReader, LeakyReport, WindowReport
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
+from tests.imitations.budgets import LeakyBucket
 
 CAP = 500.0
 
@@ -121,24 +122,10 @@ def test_the_pace_shown_never_exceeds_the_cap() -> None:
         assert budget is not None and 0 <= budget.pace <= CAP
 
 
-class LeakyApi:
-    """A leaky bucket as the API keeps it, in our simulated time."""
-
-    def __init__(self, size: int, leak: float) -> None:
-        self.size, self.leak, self.level, self.at = size, leak, 0.0, 0.0
-
-    def hit(self, now: float) -> tuple[bool, int]:
-        self.level = max(0.0, self.level - (now - self.at) * self.leak)
-        self.at = now
-        if self.level + 1 > self.size:
-            return False, math.ceil(self.level)
-        self.level += 1
-        return True, math.ceil(self.level)
-
-
 def crawl_leaky(seconds: float, latency: float = 0.002) -> tuple[int, int, LeakyReport | None]:
     """One sender, a plan and a reader against a bucket of 40 leaking 200/s; (sent, rejected, last report)."""
-    api, plan, reader = LeakyApi(40, 200.0), Plan(), BudgetReader()
+    api, plan, reader = LeakyBucket(40, 200.0), Plan(), BudgetReader()
+    api.at = 0.0  # our simulated clock, not the wall clock
     answers: list[tuple[float, int, int]] = []  # (arrival here, seq, level)
     sent = rejected = 0
     now = 0.0

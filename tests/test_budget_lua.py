@@ -1,0 +1,139 @@
+"""The shared budget's Lua scripts against the real Redis at REDIS_TEST_URL: two instances, one budget.
+
+Each "instance" is a RedisBudgetGate with a client of its own; requests are
+``admit()`` calls, timed when they return (a loaded machine only makes them
+later, so the bounds asserted on the earliest times cannot be met by luck).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import pytest
+import redis
+
+from productcrawler.ratelimit.budget_reader import LeakyReport, WindowReport
+from productcrawler.ratelimit.redis_budget import RedisBudgetGate
+from tests.conftest import REDIS_URL
+
+#: Real time (a window of half a second): `make test` runs these alone (see pyproject.toml).
+pytestmark = pytest.mark.timing
+
+CAP = 500.0
+
+
+def gate(prefix: str) -> RedisBudgetGate:
+    return RedisBudgetGate.from_url(REDIS_URL, key_prefix=prefix, cap=CAP)
+
+
+def shared(prefix: str) -> dict[str, str]:
+    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+    try:
+        return client.hgetall(f"{prefix}:ratelimit:budget")
+    finally:
+        client.close()
+
+
+def run(prefix: str, body: Callable[[RedisBudgetGate, RedisBudgetGate], Awaitable[object]]) -> object:
+    async def main() -> object:
+        first, second = gate(prefix), gate(prefix)
+        try:
+            return await body(first, second)
+        finally:
+            await first.close()
+            await second.close()
+
+    return asyncio.run(main())
+
+
+def window(seq: int, remaining: int, reset_in: float, *, quota: int = 20, length: float = 10.0,
+           age: float = 0.0) -> WindowReport:
+    observed = time.monotonic() - age
+    return WindowReport(seq, observed, remaining, observed + reset_in, observed + reset_in - 0.001, quota, length)
+
+
+async def admit_times(gates: tuple[RedisBudgetGate, ...], count: int, workers: int = 2) -> list[float]:
+    """At least ``count`` requests let through by ``gates`` between them, ``workers`` at once each; sorted times."""
+    times: list[float] = []
+
+    async def worker(instance: RedisBudgetGate) -> None:
+        while len(times) < count:
+            await instance.admit()
+            times.append(time.monotonic())
+
+    await asyncio.gather(*(worker(instance) for instance in gates for _ in range(workers)))
+    return sorted(times)
+
+
+def test_the_newest_report_wins_whichever_instance_sends_it(redis_prefix: str) -> None:
+    async def body(first: RedisBudgetGate, second: RedisBudgetGate) -> None:
+        for _ in range(8):
+            await (first if _ % 2 else second).admit()
+        await first.report(window(5, 30, 5.0))
+        await second.report(window(3, 90, 5.0))  # answered later, sent earlier: an older reading
+        assert shared(redis_prefix)["remaining"] == "30"
+        await second.report(window(7, 10, 5.0))
+        assert shared(redis_prefix)["remaining"] == "10"
+
+    run(redis_prefix, body)
+
+
+@pytest.mark.parametrize(("age", "recorded"), [(2.5, False), (0.3, True)])
+def test_a_report_older_than_its_window_is_ignored(redis_prefix: str, age: float, recorded: bool) -> None:
+    async def body(first: RedisBudgetGate, second: RedisBudgetGate) -> None:
+        await first.admit()
+        await first.report(window(1, 5, 0.5, length=1.0, age=age))
+
+    run(redis_prefix, body)
+    assert ("kind" in shared(redis_prefix)) is recorded
+
+
+def test_two_instances_never_spend_more_than_is_left_before_the_reset(redis_prefix: str) -> None:
+    reset_in, left, in_flight = 0.5, 20, 4
+
+    async def body(first: RedisBudgetGate, second: RedisBudgetGate) -> list[float]:
+        await first.admit()  # the request answered below
+        for _ in range(in_flight - 1):  # the second instance's probes, in flight when that answer comes
+            await second.admit()
+        report = window(1, left, reset_in)
+        await first.report(report)
+        return [t - report.observed_at for t in await admit_times((first, second), 17)]
+
+    times = run(redis_prefix, body)
+    assert isinstance(times, list)
+    # 20 left less the margin of 1, less the 3 sent after the answered one: 16 before the reset.
+    usable = left - 1 - (in_flight - 1)
+    # The last of them goes at the latest the reset can be; the next window's first a margin after it.
+    assert times[usable] >= reset_in + 0.004, times
+    assert times[usable - 1] < reset_in + 0.05, times  # and they are spent, not held back
+
+
+def test_two_instances_fill_a_leaky_bucket_only_to_its_room_until_the_leak_is_known(redis_prefix: str) -> None:
+    async def body(first: RedisBudgetGate, second: RedisBudgetGate) -> tuple[list[float], float]:
+        await first.admit()
+        report = LeakyReport(1, time.monotonic(), 1, 40, None)
+        await first.report(report)
+        times = await admit_times((first, second), 40)
+        return [t - report.observed_at for t in times], float(shared(redis_prefix)["size"])
+
+    times, size = run(redis_prefix, body)  # type: ignore[misc]
+    assert size == 40
+    immediate = [t for t in times if t < 0.09]
+    # Level 1 of 40 and one sent: the room kept free (a 5 % margin, at least the reordering skew) caps the
+    # requests that go at once, both instances together; the rest go one probe interval apart.
+    assert 20 <= len(immediate) <= 40 - 1 - 2, len(immediate)
+    assert times[len(immediate)] >= 0.09
+
+
+def test_an_instance_without_a_leak_keeps_the_one_another_measured(redis_prefix: str) -> None:
+    async def body(first: RedisBudgetGate, second: RedisBudgetGate) -> None:
+        for _ in range(3):
+            await first.admit()
+        await first.report(LeakyReport(2, time.monotonic(), 10, 40, 180.0))
+        await second.report(LeakyReport(3, time.monotonic(), 12, 40, None))
+
+    run(redis_prefix, body)
+    state = shared(redis_prefix)
+    assert state["remaining"] == "12" and float(state["leak"]) == 180.0

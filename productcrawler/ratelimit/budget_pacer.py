@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from productcrawler.ratelimit.budget_plan import Budget
 
 META_BUDGET_SEQ = "ratelimit_budget_seq"
+#: Set by BudgetGateMiddleware once the budget let a request go (the rate limit then does not ask again).
+META_BUDGET_ADMITTED = "ratelimit_budget_admitted"
 META_PROBE = "ratelimit_budget_probe"  # set on a request sent while no budget was known
 #: Requests in flight while no budget is known: enough to learn one within a round trip,
 #: few enough that they cannot overdraw a small budget between them.

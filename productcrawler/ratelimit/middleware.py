@@ -67,7 +67,7 @@ from scrapy.utils.misc import load_object
 from productcrawler import stat_keys
 from productcrawler.config import ConfigError, crawl_config, mask_url
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket, wake_time
-from productcrawler.ratelimit.budget_pacer import BudgetPacer
+from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED, BudgetPacer
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ class RateLimitMiddleware:
         in between (see the module docstring).
         """
         entered = time.monotonic()
-        if self.budget is not None:
+        if self.budget is not None and not request.meta.pop(META_BUDGET_ADMITTED, False):
             await self.budget.admit(request)
         reservation, slept = await self._wait()
         now = time.monotonic()

@@ -1,0 +1,37 @@
+"""The API's announced budget, asked before any slot is taken.
+
+A request the budget holds back (a probe still out, a window spent) must not
+hold a proxy's slot meanwhile: sent late, the held requests would go out
+together and crowd that proxy's send window. So the budget is asked here,
+before the proxy middleware, and the rate limit (which asks it otherwise,
+for a crawl without this middleware) does not ask again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED
+from productcrawler.ratelimit.middleware import RateLimitMiddleware
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+
+class BudgetGateMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._rate_limit: RateLimitMiddleware | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BudgetGateMiddleware:
+        return cls(crawler)
+
+    async def process_request(self, request: Request) -> None:
+        if self._rate_limit is None:
+            self._rate_limit = self.crawler.get_downloader_middleware(RateLimitMiddleware)
+        budget = None if self._rate_limit is None else self._rate_limit.budget
+        if budget is not None:
+            await budget.admit(request)
+            request.meta[META_BUDGET_ADMITTED] = True

@@ -63,9 +63,9 @@ STOCK = "stock"
 AIOHTTP_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"  # lean, paced
 SCRAPY_AIOHTTP_HANDLER = "bench.scrapy_handler.PacedScrapyAiohttpDownloadHandler"  # Scrapy's, paced
 TWISTED_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
-GC_TUNING = "productcrawler.extensions.gc_tuning.GcTuning"
+GC_TUNING = "productcrawler.run.gc_tuning.GcTuning"
 DOWNLOADER_STATS = "scrapy.downloadermiddlewares.stats.DownloaderStats"
-TRAFFIC_STATS = "productcrawler.middlewares.traffic_stats.TrafficStats"
+TRAFFIC_STATS = "productcrawler.monitoring.traffic_stats.TrafficStats"
 SCRAPY_STATS = "scrapy.statscollectors.MemoryStatsCollector"
 START_MW = "scrapy.spidermiddlewares.start.StartSpiderMiddleware"
 HTTPERROR_MW = "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware"
@@ -110,10 +110,10 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
         "ours-corestats": ("ours", {"EXTENSIONS": {**_project_extensions(), CORESTATS: None}}),
         # asyncio's own event loop instead of uvloop's (settings.py's ASYNCIO_EVENT_LOOP).
         "ours-uvloop": ("ours", {"ASYNCIO_EVENT_LOOP": DEFAULT_LOOP}),
-        # Scrapy's aiohttp handler instead of the lean one (productcrawler/download_handler.py).
+        # Scrapy's aiohttp handler instead of the lean one (productcrawler/download/handler.py).
         "ours+scrapy-handler": ("ours", {"DOWNLOAD_HANDLERS": {"http": SCRAPY_AIOHTTP_HANDLER,
                                                                "https": SCRAPY_AIOHTTP_HANDLER}}),
-        # Scrapy's downloader instead of the lean one (productcrawler/downloader.py).
+        # Scrapy's downloader instead of the lean one (productcrawler/download/downloader.py).
         "ours+scrapy-downloader": ("ours", {"DOWNLOADER": SCRAPY_DOWNLOADER}),
     }
 

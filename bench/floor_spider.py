@@ -42,18 +42,18 @@ class FloorSpider(StockSpider):
         "DOWNLOADER_MIDDLEWARES_BASE": {},
         "SPIDER_MIDDLEWARES_BASE": {},
         "EXTENSIONS_BASE": {},
-        "EXTENSIONS": {"productcrawler.extensions.gc_tuning.GcTuning": 0},
+        "EXTENSIONS": {"productcrawler.run.gc_tuning.GcTuning": 0},
         "ITEM_PIPELINES": {},
         "STATS_CLASS": "scrapy.statscollectors.DummyStatsCollector",
         "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
-        "DOWNLOAD_HANDLERS": {"http": "productcrawler.download_handler.LeanAiohttpDownloadHandler"},
-        "DOWNLOADER": "productcrawler.downloader.LeanDownloader",
+        "DOWNLOAD_HANDLERS": {"http": "productcrawler.download.handler.LeanAiohttpDownloadHandler"},
+        "DOWNLOADER": "productcrawler.download.downloader.LeanDownloader",
         # The project's concurrency, so that the engine moves as many requests at once as ours does.
         "CONCURRENT_REQUESTS": 64,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 64,
         "CONCURRENT_ITEMS": 1,
         "LOG_LEVEL": "WARNING",
-        "LOG_FORMATTER": "productcrawler.logformatter.QuietLogFormatter",
+        "LOG_FORMATTER": "productcrawler.monitoring.logformatter.QuietLogFormatter",
     }
 
     def parse(self, response: Response) -> list[dict[str, Any]]:

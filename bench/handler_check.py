@@ -8,7 +8,7 @@ Crawls ids 1..300 twice against a simulator with transient and permanent
 faults (503, 429 with Retry-After, a hung connection, truncated bodies, 500,
 403, HTML, bad UTF-8, slow answers), once with ``--reference`` (default:
 Scrapy's own aiohttp handler, paced) and once with ``--handler`` (default: the
-project's, productcrawler/download_handler.py), each into its own MySQL
+project's, productcrawler/download/handler.py), each into its own MySQL
 database with the project's settings, and compares the outcome of every id:
 stored, or missing/failed with which reason and how many attempts. Exit status
 1 if they differ. (Both must wait for the rate limit's slot: the crawl refuses

@@ -7,8 +7,8 @@ Usage (from /work/main; ~20 s)::
 Each line is CPU microseconds per call (time.process_time, best of 5), for:
 the two DEBUG log records Scrapy builds per response and per item (and drops,
 at LOG_LEVEL=INFO), with the stock LogFormatter and with
-``productcrawler/logformatter.py``; DownloaderStats' request+response hooks; one
-``stats.inc_value`` with Scrapy 2.19's collector and ``productcrawler.stats.FastStatsCollector``;
+``productcrawler/monitoring/logformatter.py``; DownloaderStats' request+response hooks; one
+``stats.inc_value`` with Scrapy 2.19's collector and ``productcrawler.monitoring.stats.FastStatsCollector``;
 Scrapy's generator-return-value check of a callback when its weakly-cached
 entry is gone (a generator one, and our spider's list-returning ``parse``); and ``_parallel_asyncio`` for one item with
 CONCURRENT_ITEMS=100 and 1.
@@ -75,7 +75,7 @@ def main() -> int:
     scraper_logger = logging.getLogger("scrapy.core.scraper")
     rows = []
     for label, formatter in (("stock LogFormatter", "scrapy.logformatter.LogFormatter"),
-                             ("QuietLogFormatter", "productcrawler.logformatter.QuietLogFormatter")):
+                             ("QuietLogFormatter", "productcrawler.monitoring.logformatter.QuietLogFormatter")):
         lf = get_crawler(Spider, settings_dict={"LOG_LEVEL": "INFO", "LOG_FORMATTER": formatter}).logformatter
 
         def records(lf: Any = lf) -> None:
@@ -86,7 +86,7 @@ def main() -> int:
 
         rows.append((f"crawled+scraped DEBUG records, {label}", per_call(records)))
     for label, stats_class in (("Scrapy's collector", "scrapy.statscollectors.MemoryStatsCollector"),
-                               ("FastStatsCollector", "productcrawler.stats.FastStatsCollector")):
+                               ("FastStatsCollector", "productcrawler.monitoring.stats.FastStatsCollector")):
         crawler = get_crawler(Spider, settings_dict={"STATS_CLASS": stats_class})
         stats = crawler.stats
         middleware = DownloaderStats.from_crawler(crawler)

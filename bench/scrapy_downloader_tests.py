@@ -10,7 +10,7 @@ registry (``pip download --no-deps --no-binary :all:``; Scrapy's code is never
 copied into this repository), extracts it, and makes a second copy of it in
 which every crawler's downloader is ours: a pytest plugin written next to our
 package sets ``scrapy.settings.default_settings.DOWNLOADER`` to
-:class:`productcrawler.downloader.LeanDownloader` before the tests run (and
+:class:`productcrawler.download.downloader.LeanDownloader` before the tests run (and
 checks that a crawler built then gets it), and the test modules that import
 ``scrapy.core.downloader.Downloader`` by name import ours under that name
 (``SWAPS``, each with the number of times it must occur). The same test
@@ -88,8 +88,8 @@ MODULES = (
     "tests/test_scheduler.py",
     "tests/test_pipeline_crawl.py",
 )
-OURS_CLASS = "productcrawler.downloader.LeanDownloader"
-OURS_IMPORT = "from productcrawler.downloader import LeanDownloader as Downloader\n"
+OURS_CLASS = "productcrawler.download.downloader.LeanDownloader"
+OURS_IMPORT = "from productcrawler.download.downloader import LeanDownloader as Downloader\n"
 #: Per module, the swaps that make its explicit Downloader ours, and how often each must occur.
 SWAPS = {
     "tests/test_core_downloader.py": (

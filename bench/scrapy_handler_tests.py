@@ -12,7 +12,7 @@ shared ``tests/utils/bases/download_handlers_http.py``, the mock servers), its
 ``conftest.py`` and its pytest configuration (``pyproject.toml``).
 
 Next to the module it writes a copy whose handler is ours: the class under test
-is :class:`productcrawler.download_handler.LeanAiohttpDownloadHandler` and the
+is :class:`productcrawler.download.handler.LeanAiohttpDownloadHandler` and the
 ``DOWNLOAD_HANDLERS`` of the module's mixin (used by the tests that run a
 crawler) name it. Both modules run in one pytest session, in a virtualenv made
 from ``requirements.txt`` plus Scrapy's test requirements (``tox.ini``'s
@@ -43,11 +43,11 @@ from _scrapy_sdist import ABSENT
 MODULE = "tests/test_downloader_handler_aiohttp.py"
 OURS_MODULE = "tests/test_downloader_handler_lean.py"
 SCRAPY_CLASS = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
-OURS_CLASS = "productcrawler.download_handler.LeanAiohttpDownloadHandler"
+OURS_CLASS = "productcrawler.download.handler.LeanAiohttpDownloadHandler"
 #: The swaps that make the module test our handler, and how often each must occur.
 SWAPS = (
     ("from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler\n",
-     "from productcrawler.download_handler import LeanAiohttpDownloadHandler as AiohttpDownloadHandler\n", 1),
+     "from productcrawler.download.handler import LeanAiohttpDownloadHandler as AiohttpDownloadHandler\n", 1),
     (f'"{SCRAPY_CLASS}"', f'"{OURS_CLASS}"', 2),
 )
 

@@ -33,14 +33,14 @@ DOWNLOADER_MIDDLEWARES = {
     # Default middlewares with nothing to do for an API client; each costs a
     # call per request or response (bench/cpu.py measures the difference).
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,  # no allowed_domains
-    # API_AUTH/API_KEY go in at the download handler (download_handler.py), never on the request.
+    # API_AUTH/API_KEY go in at the download handler (download/handler.py), never on the request.
     "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,  # few-KB JSON
     "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,  # proxies are ProxyMiddleware's
     # Same counts under the same names, without rendering each request and
     # response as raw HTTP text to count bytes (24-40 µs a response).
     "scrapy.downloadermiddlewares.stats.DownloaderStats": None,
-    "productcrawler.middlewares.traffic_stats.TrafficStats": 850,
+    "productcrawler.monitoring.traffic_stats.TrafficStats": 850,
     # Ours extends Scrapy's at the same place: each retry waits (Retry-After,
     # or backoff with jitter) in the scheduler. Scrapy's RETRY_* settings apply.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
@@ -54,7 +54,7 @@ DOWNLOADER_MIDDLEWARES = {
     "productcrawler.ratelimit.middleware.RateLimitMiddleware": 950,
     # Request latency histogram, measured from when the rate limit lets a
     # request go; off unless METRICS_PORT is set.
-    "productcrawler.middlewares.request_timing.RequestTiming": 960,
+    "productcrawler.monitoring.request_timing.RequestTiming": 960,
 }
 
 SPIDER_MIDDLEWARES = {
@@ -67,21 +67,21 @@ SPIDER_MIDDLEWARES = {
 ITEM_PIPELINES = {
     # Holds back the outcomes of a suspect streak (401/403s, 404s, non-products)
     # until it is broken; the same object as the extension below.
-    "productcrawler.extensions.guard.WholesaleFailureGuard": 250,
-    "productcrawler.pipelines.storage.StoragePipeline": 300,
+    "productcrawler.guard.failure_guard.WholesaleFailureGuard": 250,
+    "productcrawler.storage.pipeline.StoragePipeline": 300,
 }
 
 EXTENSIONS = {
-    "productcrawler.extensions.progress.ProgressLog": 500,
+    "productcrawler.monitoring.progress.ProgressLog": 500,
     # Off unless METRICS_PORT is set.
-    "productcrawler.extensions.metrics.PrometheusMetrics": 510,
+    "productcrawler.monitoring.metrics.PrometheusMetrics": 510,
     # Full garbage collections paused the reactor for 60-110 ms every ~2 s,
     # costing the rate limiter its slots (see the module).
-    "productcrawler.extensions.gc_tuning.GcTuning": 520,
+    "productcrawler.run.gc_tuning.GcTuning": 520,
     # Stops a crawl whose answers say the configuration is wrong (GUARD_* settings).
-    "productcrawler.extensions.guard.WholesaleFailureGuard": 530,
+    "productcrawler.guard.failure_guard.WholesaleFailureGuard": 530,
     # Off unless PUSHGATEWAY_URL is set: the run's pass summary, pushed at its end.
-    "productcrawler.extensions.pushgateway.PushgatewayPush": 540,
+    "productcrawler.monitoring.pushgateway.PushgatewayPush": 540,
     # Our progress line replaces Scrapy's per-minute "Crawled N pages" line.
     "scrapy.extensions.logstats.LogStats": None,
     # AutoThrottle's rule, applied as the token bucket's pace instead of a
@@ -105,7 +105,7 @@ SCHEDULER = "productcrawler.passes.scheduler.PassScheduler"
 # The pass ledger hands out each id once; a fingerprint set would grow with the range.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 
-# The wholesale-failure guard (extensions/guard.py); its thresholds are GUARD_* in config/defaults.py.
+# The wholesale-failure guard (guard/failure_guard.py); its thresholds are GUARD_* in config/defaults.py.
 GUARD_ENABLED = True
 
 # The token bucket (ratelimit/middleware.py) is the hard cap on requests sent.
@@ -137,7 +137,7 @@ CONCURRENT_ITEMS = 1
 # Scrapy's aiohttp download handler: ~20 % less CPU per response than the
 # Twisted HTTP/1.1 one on this workload (BENCHMARKS.md), and the
 # same outcome for every fault mode (bench/handler_check.py). Ours subclasses
-# it (productcrawler/download_handler.py): the same requests and responses
+# it (productcrawler/download/handler.py): the same requests and responses
 # without its per-response signals (unless something listens), header copies
 # and parsing, ~0.93x the CPU per response; Scrapy's own handler tests pass
 # against it (bench/scrapy_handler_tests.py). Scrapy's is in a private module
@@ -153,8 +153,8 @@ DOWNLOAD_HANDLERS = {
 # (no delay, a free place, nobody queued: every request of this one-host crawl)
 # is sent from the task that fetches it, without Scrapy's queue hand-off (a
 # Deferred, a Future and a task per response). Delays, concurrency limits and
-# signals as documented (productcrawler/downloader.py).
-DOWNLOADER = "productcrawler.downloader.LeanDownloader"
+# signals as documented (productcrawler/download/downloader.py).
+DOWNLOADER = "productcrawler.download.downloader.LeanDownloader"
 
 # A product is a few KB; anything above 1 MB is not a product.
 DOWNLOAD_MAXSIZE = 1024 * 1024
@@ -162,11 +162,11 @@ DOWNLOAD_WARNSIZE = 256 * 1024
 
 # Scrapy's in-memory collector without a per-attribute-access hook that costs
 # 2-4 µs on every stats call (see the module).
-STATS_CLASS = "productcrawler.stats.FastStatsCollector"
+STATS_CLASS = "productcrawler.monitoring.stats.FastStatsCollector"
 
 LOG_LEVEL = "INFO"
 # No per-response/per-item DEBUG record is built unless LOG_LEVEL is DEBUG.
-LOG_FORMATTER = "productcrawler.logformatter.QuietLogFormatter"
+LOG_FORMATTER = "productcrawler.monitoring.logformatter.QuietLogFormatter"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 # libuv's event loop under that reactor: a fifth of the crawl's CPU is
 # Twisted/asyncio glue (callbacks, tasks, socket writes), and uvloop does the

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from productcrawler.cleaning import (
+from productcrawler.answer.cleaning import (
     BadResponse,
     clean_count,
     clean_label,

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from productcrawler.cleaning import parse_product
+from productcrawler.answer.cleaning import parse_product
 from simulator import catalog
 from tests.conftest import CATALOG_VERSION, ROOT, crawl_env, mysql_query, run_crawl
 

@@ -34,7 +34,7 @@ from scrapy.utils.test import get_crawler
 from w3lib.http import basic_auth_header
 
 from productcrawler import settings as project_settings
-from productcrawler.download_handler import LeanAiohttpDownloadHandler, _scrapy_error
+from productcrawler.download.handler import LeanAiohttpDownloadHandler, _scrapy_error
 from tests.helpers import LoopServer, on_reactor_loop
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """LeanDownloader beside Scrapy's Downloader: the same crawl, the same behaviour at the server.
 
 Each test runs one small crawl with Scrapy's downloader (the reference) and one
-with ours (productcrawler/downloader.py), in this process, on the crawl's
+with ours (productcrawler/download/downloader.py), in this process, on the crawl's
 reactor loop, against an aiohttp.web server on that loop that records when
 each request arrived and how many were in flight. The assertions are the
 documented behaviour of the settings the lean path must leave alone
@@ -30,7 +30,7 @@ from scrapy.crawler import CrawlerRunner
 from scrapy.http import HtmlResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from productcrawler.downloader import LeanDownloader
+from productcrawler.download.downloader import LeanDownloader
 from tests.helpers import LoopServer, on_reactor_loop
 from tests.other_reactor_crawl import Fetch
 

@@ -7,7 +7,7 @@ import gc
 import pytest
 from scrapy.utils.test import get_crawler
 
-from productcrawler.extensions.gc_tuning import GC_GEN0_THRESHOLD, GcTuning
+from productcrawler.run.gc_tuning import GC_GEN0_THRESHOLD, GcTuning
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pymysql
 import pytest
 
-from productcrawler.extensions.guard import EXIT_CODE
+from productcrawler.guard.failure_guard import EXIT_CODE
 from simulator import catalog, shapes
 from tests.conftest import MYSQL, REDIS_URL, mysql_query, run_crawl
 from tests.helpers import dumped_stats, log_lines, log_time, mysql_execute, table
@@ -78,7 +78,7 @@ def assert_stopped_harmlessly(result, simulator, mysql_url, earlier, words, max_
     assert result.returncode == EXIT_CODE, result.stderr[-3000:]
     errors = log_lines(result.stderr, "ERROR")
     assert len(errors) == 1, errors
-    assert "[productcrawler.extensions.guard] ERROR: Stopping the crawl: " in errors[0]
+    assert "[productcrawler.guard.failure_guard] ERROR: Stopping the crawl: " in errors[0]
     for word in words:
         assert word in errors[0], (word, errors[0])
     # Seconds, not the whole range: few requests, sent over a short time.
@@ -251,7 +251,7 @@ def test_an_api_that_never_answers_stops_the_crawl_and_the_next_run_completes_th
     assert result.returncode == EXIT_CODE, result.stderr[-3000:]
     errors = log_lines(result.stderr, "ERROR")
     assert len(errors) == 1, errors
-    for words in ("[productcrawler.extensions.guard] ERROR: Stopping the crawl: the API did not answer: "
+    for words in ("[productcrawler.guard.failure_guard] ERROR: Stopping the crawl: the API did not answer: "
                   "20 ids in a row ended with no answer (last: DownloadConnectionRefusedError: ",
                   f" for {UNREACHABLE}/product/", f"check API_BASE_URL ({UNREACHABLE}) and that the API is reachable",
                   "Nothing was recorded for these ids"):

@@ -15,11 +15,11 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred, succeed
 
-from productcrawler import stat_keys
+from productcrawler.answer.payload import BadResponse
 from productcrawler.config import ConfigError
-from productcrawler.extensions.guard import RETRY_DUE_SLACK, WholesaleFailureGuard
+from productcrawler.guard.failure_guard import RETRY_DUE_SLACK, WholesaleFailureGuard
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
-from productcrawler.payload import BadResponse
+from productcrawler.monitoring import stat_keys
 
 URL = "http://api.test/v1/product/{}"
 
@@ -194,7 +194,7 @@ def test_with_nothing_in_flight_held_no_answers_wait_for_the_retries_that_decide
     # While the API is down every id waits for a retry between attempts, off the
     # downloader: writing what is held then would record the ids the guard must not.
     now = [1000.0]
-    monkeypatch.setattr("productcrawler.extensions.guard.monotonic", lambda: now[0])
+    monkeypatch.setattr("productcrawler.guard.failure_guard.monotonic", lambda: now[0])
     guard = make_guard()
     guard.crawler.crawling = True
     answer(guard, 404, 3)
@@ -272,7 +272,7 @@ def test_a_403_through_a_proxy_counts_only_once_another_proxy_got_it_too() -> No
 def test_an_api_that_answered_must_also_stay_silent_for_guard_no_answers_seconds(monkeypatch) -> None:
     # A blip in a long crawl (an API restart) is ridden out: its outcomes wait, the crawl goes on.
     now = [1000.0]
-    monkeypatch.setattr("productcrawler.extensions.guard.monotonic", lambda: now[0])
+    monkeypatch.setattr("productcrawler.guard.failure_guard.monotonic", lambda: now[0])
     guard = make_guard(GUARD_NO_ANSWERS=3, GUARD_NO_ANSWERS_SECONDS=60)
     product(guard)
     for product_id in range(1, 6):
@@ -285,7 +285,7 @@ def test_an_api_that_answered_must_also_stay_silent_for_guard_no_answers_seconds
 
 
 def test_before_any_product_the_count_alone_trips(monkeypatch) -> None:
-    monkeypatch.setattr("productcrawler.extensions.guard.monotonic", lambda: 1000.0)
+    monkeypatch.setattr("productcrawler.guard.failure_guard.monotonic", lambda: 1000.0)
     guard = make_guard(GUARD_NO_ANSWERS=3, GUARD_NO_ANSWERS_SECONDS=60)
     for product_id in range(1, 4):
         no_answer(guard, product_id)

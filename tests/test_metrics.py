@@ -15,9 +15,9 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
-from productcrawler import stat_keys
 from productcrawler.config import ConfigError
-from productcrawler.extensions.metrics import PrometheusMetrics
+from productcrawler.monitoring import stat_keys
+from productcrawler.monitoring.metrics import PrometheusMetrics
 from simulator import catalog
 from tests.conftest import crawl_command, crawl_env, mysql_query
 from tests.helpers import LoggedCrawl
@@ -127,10 +127,10 @@ def test_port_zero_serves_on_a_free_port_logs_it_and_stops_at_close(
         caplog: pytest.LogCaptureFixture) -> None:
     # No other extension: spider_closed is sent below without a crawl having run.
     crawler = get_crawler(settings_dict={"METRICS_PORT": "0", "EXTENSIONS_BASE": {}})
-    with caplog.at_level("INFO", logger="productcrawler.extensions.metrics"):
+    with caplog.at_level("INFO", logger="productcrawler.monitoring.metrics"):
         extension = PrometheusMetrics.from_crawler(crawler)  # kept: signals hold handlers weakly
     try:
-        [message] = [m for name, _, m in caplog.record_tuples if name == "productcrawler.extensions.metrics"]
+        [message] = [m for name, _, m in caplog.record_tuples if name == "productcrawler.monitoring.metrics"]
         found = LOG_LINE.search(message)
         assert found and int(found[2]) > 0, message
         assert extension.url == found[1]

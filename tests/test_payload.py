@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from productcrawler.cleaning import BadResponse, parse_product
-from productcrawler.payload import PayloadShape
+from productcrawler.answer.cleaning import BadResponse, parse_product
+from productcrawler.answer.payload import PayloadShape
 from simulator import catalog, shapes
 
 FETCHED_AT = datetime(2024, 5, 1, 12, 30, 0)

@@ -19,10 +19,10 @@ from scrapy.utils.test import get_crawler
 from productcrawler import signals
 from productcrawler.items import MISSING, FailureItem, ProductItem
 from productcrawler.passes import pass_for
-from productcrawler.pipelines.storage import StoragePipeline
 from productcrawler.spiders.products import ProductsSpider
 from productcrawler.storage import database_for
 from productcrawler.storage.database import utcnow
+from productcrawler.storage.pipeline import StoragePipeline
 from tests.helpers import on_reactor_loop
 
 

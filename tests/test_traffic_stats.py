@@ -9,12 +9,12 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 from twisted.internet.error import ConnectionRefusedError
 
-from productcrawler.middlewares.traffic_stats import TrafficStats
-from productcrawler.stats import FastStatsCollector
+from productcrawler.monitoring.stats import FastStatsCollector
+from productcrawler.monitoring.traffic_stats import TrafficStats
 
 
 def test_counts_requests_responses_by_status_and_exceptions():
-    crawler = get_crawler(settings_dict={"STATS_CLASS": "productcrawler.stats.FastStatsCollector"})
+    crawler = get_crawler(settings_dict={"STATS_CLASS": "productcrawler.monitoring.stats.FastStatsCollector"})
     crawler._apply_settings()  # builds crawler.stats from STATS_CLASS, as a crawl does
     assert isinstance(crawler.stats, FastStatsCollector)
     middleware = TrafficStats.from_crawler(crawler)

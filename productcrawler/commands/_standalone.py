@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-STORAGE_PIPELINE = "productcrawler.pipelines.storage.StoragePipeline"
+STORAGE_PIPELINE = "productcrawler.storage.pipeline.StoragePipeline"
 HOLDING_SCHEDULER = "productcrawler.retry.scheduler.DelayingScheduler"
 
 

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from productcrawler import preflight, stat_keys
 from productcrawler.config import ConfigError
-from productcrawler.exit_status import exit_code
-from productcrawler.structured_logging import JsonLogging, json_requested
+from productcrawler.monitoring import stat_keys
+from productcrawler.monitoring.structured_logging import JsonLogging, json_requested
+from productcrawler.run import preflight
+from productcrawler.run.exit_status import exit_code
 
 if TYPE_CHECKING:
     import argparse

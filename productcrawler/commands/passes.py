@@ -18,7 +18,7 @@ from scrapy.exceptions import UsageError
 
 from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.passes.summary import COVERAGE_COLUMNS, PassSummary, passes_summary
-from productcrawler.preflight import connect_database
+from productcrawler.run.preflight import connect_database
 
 if TYPE_CHECKING:
     import argparse

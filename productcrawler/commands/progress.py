@@ -17,8 +17,8 @@ from scrapy.commands import ScrapyCommand
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.passes.database_sql import as_datetime, outcome_counts
 from productcrawler.passes.redis_pass import RedisPass
-from productcrawler.preflight import connect_database, describe
 from productcrawler.redis_connection import async_redis_client
+from productcrawler.run.preflight import connect_database, describe
 
 if TYPE_CHECKING:
     import argparse

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import BaseSettings as _BaseSettings
 from w3lib.url import safe_url_string
 
+from productcrawler.answer.payload import PayloadShape
 from productcrawler.config.auth import ApiAuth, api_auth
 from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL, RATE_LIMIT_HEADER_FORMATS
 from productcrawler.config.product_url import ProductUrl
@@ -33,7 +34,6 @@ from productcrawler.config.values import (
     text,
 )
 from productcrawler.ids.idfile import MAX_INT_ID, IdFile, IdFileError, scanned
-from productcrawler.payload import PayloadShape
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -49,7 +49,7 @@ MAX_RANGE_IDS = 2**32
 ID_TYPES = ("int", "string")
 #: PRODUCT_IDS's value that asks for the ids recorded failed in the latest pass.
 FAILED_IDS = "failed"
-#: GUARD_FIELD_DRIFT's smallest sample (but 0, off): see extensions/field_drift.py for why.
+#: GUARD_FIELD_DRIFT's smallest sample (but 0, off): see guard/field_drift.py for why.
 FIELD_DRIFT_MIN_SAMPLE = 20
 #: REDIS_HEARTBEAT_TTL's upper bound, seconds (a day).
 MAX_HEARTBEAT_TTL = 24 * 3600

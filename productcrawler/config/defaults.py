@@ -60,11 +60,11 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_PORT": None,
     "METRICS_ADDRESS": "127.0.0.1",
     "METRICS_LINGER": 0.0,
-    # Where the product is in the API's answer (payload.py); None: the default rules.
+    # Where the product is in the API's answer (answer/payload.py); None: the default rules.
     "PRODUCT_FIELDS": None,
     # The products columns whose changes product_changes records: names, "all" or "none".
     "TRACK_CHANGES": "price,stock",
-    # The wholesale-failure guard (extensions/guard.py): answers in a row (or
+    # The wholesale-failure guard (guard/failure_guard.py): answers in a row (or
     # ids without any answer) that stop the crawl; 0 turns that check off.
     "GUARD_AUTH_FAILURES": 20,
     "GUARD_NOT_PRODUCTS": 20,
@@ -73,11 +73,11 @@ DEFAULTS: dict[str, Any] = {
     # Once products came in this run, the API must also have stayed silent this
     # long: a blip in a long crawl is ridden out, not a reason to stop it.
     "GUARD_NO_ANSWERS_SECONDS": 60.0,
-    # Field drift (extensions/field_drift.py): how many of a pass's first
+    # Field drift (guard/field_drift.py): how many of a pass's first
     # product answers are held and compared with the last complete pass's
     # coverage before any is written; 0 turns the check off.
     "GUARD_FIELD_DRIFT": 100,
-    # Where the run's pass summary is pushed at its end (extensions/pushgateway.py); None: nowhere.
+    # Where the run's pass summary is pushed at its end (monitoring/pushgateway.py); None: nowhere.
     "PUSHGATEWAY_URL": None,
     # The proxy pool (productcrawler/proxies/config.py reads and checks these).
     "PROXY_URLS": None,

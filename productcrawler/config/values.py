@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from productcrawler.payload import PayloadShape
-from productcrawler.url_options import (
+from productcrawler.answer.payload import PayloadShape
+from productcrawler.config.url_options import (
     MYSQL_OPTIONS,
     REDIS_OPTIONS,
     REDIS_TLS_OPTIONS,

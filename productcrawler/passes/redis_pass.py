@@ -46,9 +46,9 @@ import redis
 
 from productcrawler.config import DEFAULTS, ConfigError
 from productcrawler.ids import RangeIds
-from productcrawler.instance import instance_name
 from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
+from productcrawler.run.instance import instance_name
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

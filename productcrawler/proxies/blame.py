@@ -1,7 +1,7 @@
 """What a proxy is blamed for, told from what came back through it; shared by the middleware and the guard.
 
 The proxy middleware (``middleware.py``) re-sends what is the proxy's or may
-be, and the guard's streaks (``extensions/guard.py``) must not count those
+be, and the guard's streaks (``guard/failure_guard.py``) must not count those
 answers as the API's. Nothing here imports either of them.
 """
 

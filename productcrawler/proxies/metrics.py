@@ -1,6 +1,6 @@
 """Per-proxy Prometheus metrics, read from the crawl stats at scrape time.
 
-Registered by :class:`productcrawler.extensions.metrics.PrometheusMetrics` in
+Registered by :class:`productcrawler.monitoring.metrics.PrometheusMetrics` in
 its registry, next to the crawl's own collector; nothing is counted per
 request. Without a proxy pool there are no ``productcrawler/proxy/`` stats and
 this collector yields nothing. The ``proxy`` label is the proxy's

@@ -44,10 +44,10 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro
 
-from productcrawler import stat_keys
 from productcrawler.config import burst_for_rate, crawl_config, mask_url
-from productcrawler.extensions.guard import PROXY_AUTH, REASONS, WholesaleFailureGuard
-from productcrawler.extensions.streaks import PROXIES_DOWN
+from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS, WholesaleFailureGuard
+from productcrawler.guard.streaks import PROXIES_DOWN
+from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import GATEWAY_STATUSES, META_ABANDONED, META_PROXY
 from productcrawler.proxies.blame import (
     META_AVOID,

@@ -26,7 +26,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from productcrawler import stat_keys
+from productcrawler.monitoring import stat_keys
 from productcrawler.ratelimit.budget_headers import BudgetHeaders
 from productcrawler.ratelimit.budget_plan import LocalBudgetGate
 from productcrawler.ratelimit.budget_reader import BudgetReader

@@ -20,7 +20,7 @@ slots had gone stale: 25-49 in 100 ms at a cap of 200 where the bound is 24
 connection is in hand: a request whose slot went stale meanwhile takes a new
 one, holding its connection, and is written at that slot. From that check to
 the write nothing suspends (an empty body goes out with the headers, see
-``productcrawler/download_handler.py``), but on Scrapy's own path, taken when
+``productcrawler/download/handler.py``), but on Scrapy's own path, taken when
 something listens to ``headers_received`` or ``bytes_received``, aiohttp
 writes from a task of its own, a turn of the loop after the check.
 
@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from scrapy.core.downloader.handlers._aiohttp import _ClientResponse
 
-from productcrawler.download_handler import WRITE_STARTED, LeanAiohttpDownloadHandler
-from productcrawler.middlewares.request_timing import SENT_AT
+from productcrawler.download.handler import WRITE_STARTED, LeanAiohttpDownloadHandler
+from productcrawler.monitoring.request_timing import SENT_AT
 from productcrawler.ratelimit.middleware import rate_limit_enabled, rate_limit_of
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class PacedConnector(aiohttp.TCPConnector):
 
 
 class PacedAiohttpDownloadHandler(PacedDownloadMixin, LeanAiohttpDownloadHandler):
-    """The lean aiohttp download handler (productcrawler/download_handler.py), paced by the rate limit.
+    """The lean aiohttp download handler (productcrawler/download/handler.py), paced by the rate limit.
 
     Its session is Scrapy's but for the connector, a :class:`PacedConnector`
     with the same limits: Scrapy builds its connector inside its handler's

@@ -64,8 +64,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
-from productcrawler import stat_keys
 from productcrawler.config import ConfigError, crawl_config, mask_url
+from productcrawler.monitoring import stat_keys
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket, wake_time
 from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED, BudgetPacer
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping

@@ -121,10 +121,10 @@ def ping(url: str) -> None:
 
     A synchronous one-off at start-up; the hot path only uses ``redis.asyncio``.
     redis-py's message is told as the start-up checks tell it
-    (:func:`productcrawler.preflight.describe`): left out, and not chained,
+    (:func:`productcrawler.run.preflight.describe`): left out, and not chained,
     when the password is ambiguous, for it names pieces of the password.
     """
-    from productcrawler.preflight import describe  # (preflight imports the rate limit)
+    from productcrawler.run.preflight import describe  # (preflight imports the rate limit)
 
     client = redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
     try:

@@ -18,11 +18,11 @@ from scrapy import Request, Spider
 from w3lib.url import safe_url_string
 
 from productcrawler import signals as signals_
-from productcrawler import stat_keys
-from productcrawler.cleaning import BadResponse, parse_product
+from productcrawler.answer.cleaning import BadResponse, parse_product
 from productcrawler.config import CrawlConfig, crawl_config
-from productcrawler.extensions.guard import WholesaleFailureGuard
+from productcrawler.guard.failure_guard import WholesaleFailureGuard
 from productcrawler.items import FAILED, MISSING, FailureItem
+from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import META_ABANDONED, gateway_error
 from productcrawler.retry.middleware import exception_detail, exception_reason, known_reason
 from productcrawler.retry.policy import RetryPolicy
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from twisted.python.failure import Failure
 
-    from productcrawler.extensions.field_drift import FieldDrift
+    from productcrawler.guard.field_drift import FieldDrift
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ class ProductsSpider(Spider):
             item, dropped = parse_product(response.body, product_id, utcnow(), self.config.product_fields, absent)
         except BadResponse as bad:
             self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
-            # The wholesale-failure guard counts these (extensions/guard.py).
+            # The wholesale-failure guard counts these (guard/failure_guard.py).
             self.crawler.signals.send_catch_log(signals_.bad_response, request=response.request, error=bad)
             logger.debug("Product %s: bad response (%s: %s)", product_id, bad.reason, bad.detail)
             return [self.retry_policy.next_step(request, reason=f"bad_response/{bad.reason}",
@@ -160,7 +160,7 @@ class ProductsSpider(Spider):
         error = failure.value
         if request.meta.get(META_ABANDONED):
             return []  # given up by the proxy pool on an operator's stop: the id stays pending
-        # The wholesale-failure guard counts ids that never got an answer (extensions/guard.py).
+        # The wholesale-failure guard counts ids that never got an answer (guard/failure_guard.py).
         self.crawler.signals.send_catch_log(signals_.no_answer, request=request, error=error)
         if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it
             return [self.retry_policy.give_up(request, reason=exception_reason(error), http_status=None)]

@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from productcrawler.config import ConfigError, mask_url, password_hint
+from productcrawler.config.url_options import MYSQL_OPTIONS, parse_options
 from productcrawler.storage.schema import FAILURE_COLUMNS, MYSQL_DDL, PASS_COLUMN, PRODUCT_COLUMNS, SQLITE_DDL
-from productcrawler.url_options import MYSQL_OPTIONS, parse_options
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from twisted.internet.task import LoopingCall
 
-from productcrawler import stat_keys
 from productcrawler.config import crawl_config
+from productcrawler.monitoring import stat_keys
 from productcrawler.passes import built_pass
 
 if TYPE_CHECKING:

@@ -82,11 +82,11 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
 from productcrawler import signals as our_signals
-from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig, crawl_config
-from productcrawler.extensions.field_drift import FieldDrift
-from productcrawler.extensions.streaks import AUTH, NO_ANSWER, NOT_FOUND, NOT_PRODUCT, PROXIES_DOWN, Streak, diagnosis
+from productcrawler.guard.field_drift import FieldDrift
+from productcrawler.guard.streaks import AUTH, NO_ANSWER, NOT_FOUND, NOT_PRODUCT, PROXIES_DOWN, Streak, diagnosis
 from productcrawler.items import MISSING, FailureItem, ProductItem
+from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
 from productcrawler.proxies.config import parse_proxy_urls
@@ -97,14 +97,14 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-    from productcrawler.payload import BadResponse
+    from productcrawler.answer.payload import BadResponse
 
 logger = logging.getLogger(__name__)
 
 #: The exit code of a crawl the guard stopped (README, "Exit codes").
 EXIT_CODE = 3
 PROXY_AUTH = "proxy_auth"  # tripped by the proxy middleware: stop_for(), not a streak
-FIELD_DRIFT = "field_drift"  # tripped by the field-drift check (extensions/field_drift.py), not a streak
+FIELD_DRIFT = "field_drift"  # tripped by the field-drift check (guard/field_drift.py), not a streak
 #: Finish reasons of a tripped guard, by streak.
 REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak",
            NO_ANSWER: "guard_no_answers", PROXY_AUTH: "guard_proxy_auth_failures",

@@ -5,7 +5,7 @@ registered in a registry of this crawler's own, and so are the gauges (requests
 in flight and waiting for a rate-limit slot, database and Redis state, the
 pass): nothing is counted twice and nothing runs per request for them. The
 only per-request work is the latency histogram (``instruments.py``, observed
-by ``middlewares/request_timing.py``). prometheus-client serves ``/metrics``
+by ``monitoring/request_timing.py``). prometheus-client serves ``/metrics``
 from a daemon thread of its own, which never touches the reactor.
 
 ``METRICS_PORT=0`` picks a free port; the log line ``Prometheus metrics at
@@ -26,10 +26,10 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet.task import deferLater
 
-from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig, crawl_config
-from productcrawler.instruments import instruments_for
-from productcrawler.middlewares.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
+from productcrawler.monitoring import stat_keys
+from productcrawler.monitoring.instruments import instruments_for
+from productcrawler.monitoring.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
 from productcrawler.passes import built_pass
 from productcrawler.proxies.metrics import ProxyStatsCollector
 from productcrawler.ratelimit.middleware import RateLimitMiddleware

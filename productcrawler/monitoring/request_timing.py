@@ -21,7 +21,7 @@ from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
 from productcrawler.config import crawl_config
-from productcrawler.instruments import instruments_for
+from productcrawler.monitoring.instruments import instruments_for
 
 if TYPE_CHECKING:
     from prometheus_client import Histogram

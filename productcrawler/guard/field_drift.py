@@ -44,9 +44,9 @@ from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
-from productcrawler import stat_keys
-from productcrawler.cleaning import product_keys
+from productcrawler.answer.cleaning import product_keys
 from productcrawler.config.crawl import FIELD_DRIFT_MIN_SAMPLE
+from productcrawler.monitoring import stat_keys
 from productcrawler.passes.summary import passes_summary
 from productcrawler.storage import database_for
 
@@ -83,7 +83,7 @@ def last_complete_pass(cursor: Any, dialect: Dialect) -> PassSummary | None:
 
 
 class FieldDrift:
-    """The check itself; the guard (extensions/guard.py) owns it, holds products through it and stops for it."""
+    """The check itself; the guard (guard/failure_guard.py) owns it, holds products through it and stops for it."""
 
     def __init__(self, crawler: Crawler, config: CrawlConfig, stop: Callable[[str], None]) -> None:
         self.crawler = crawler

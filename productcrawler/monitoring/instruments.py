@@ -1,7 +1,7 @@
 """The crawl's timings, observed as they happen: one set of histograms per crawler.
 
 Counts live in the crawl stats and are read when Prometheus scrapes
-(``extensions/metrics.py``); a latency distribution cannot be rebuilt from
+(``monitoring/metrics.py``); a latency distribution cannot be rebuilt from
 stats, so these few histograms are observed directly. prometheus-client's
 ``observe`` is thread-safe (the Redis calls are timed in a worker thread) and
 costs under a microsecond. The metrics extension exports them; with

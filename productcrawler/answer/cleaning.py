@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, TypeVar
 from price_parser import Price
 from w3lib.html import remove_tags, replace_entities
 
+from productcrawler.answer.payload import ABSENT, DEFAULT_SHAPE, BadResponse, PayloadShape
 from productcrawler.items import ProductItem
-from productcrawler.payload import ABSENT, DEFAULT_SHAPE, BadResponse, PayloadShape
 
 __all__ = ["BadResponse", "clean_count", "clean_label", "clean_name", "clean_price", "clean_rating",
            "parse_product", "product_keys"]

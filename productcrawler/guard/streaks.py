@@ -1,6 +1,6 @@
 """The guard's streaks: what each one is, and what its ERROR line says when it trips.
 
-The guard (``extensions/guard.py``) grows, breaks and trips them; the table of
+The guard (``guard/failure_guard.py``) grows, breaks and trips them; the table of
 what grows and breaks each one is in its docstring.
 """
 

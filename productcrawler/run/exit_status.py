@@ -1,14 +1,14 @@
 """The exit code of a crawl, from the reason it stopped (README, "Exit codes").
 
 ``scrapy crawl`` (commands/crawl.py) exits with it; the Pushgateway push
-(extensions/pushgateway.py) reports it before the process ends. A
+(monitoring/pushgateway.py) reports it before the process ends. A
 configuration error (2) and a crawler that failed to start (1) never reach a
 crawl, so they are the command's alone.
 """
 
 from __future__ import annotations
 
-from productcrawler.extensions import guard
+from productcrawler.guard import failure_guard as guard
 
 #: Finish reasons that are not failures: the pass ended, or an operator stopped
 #: it (Ctrl-C, SIGTERM, scrapyd's cancel) and the next run resumes it.

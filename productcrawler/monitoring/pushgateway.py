@@ -51,11 +51,11 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from productcrawler import stat_keys
 from productcrawler.config import crawl_config, mask_url
-from productcrawler.exit_status import exit_code
-from productcrawler.instance import instance_name
+from productcrawler.monitoring import stat_keys
 from productcrawler.passes.summary import passes_summary
+from productcrawler.run.exit_status import exit_code
+from productcrawler.run.instance import instance_name
 from productcrawler.storage import database_for
 
 if TYPE_CHECKING:

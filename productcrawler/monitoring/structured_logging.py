@@ -29,8 +29,8 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from productcrawler.config import ConfigError
-from productcrawler.instance import instance_name
 from productcrawler.passes import built_pass
+from productcrawler.run.instance import instance_name
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

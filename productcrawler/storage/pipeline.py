@@ -24,10 +24,11 @@ from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.task import LoopingCall
 
-from productcrawler import signals, stat_keys
+from productcrawler import signals
 from productcrawler.config import CrawlConfig, crawl_config
-from productcrawler.instruments import instruments_for
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
+from productcrawler.monitoring import stat_keys
+from productcrawler.monitoring.instruments import instruments_for
 from productcrawler.passes import pass_for
 from productcrawler.storage import database_for
 from productcrawler.storage.database import utcnow, write_batch

@@ -125,7 +125,7 @@ def test_dirty_values_are_cleaned_before_they_are_stored(clean_simulator, mysql_
                        "'cleaning/invalid/stock': 1"]
 
 
-PROGRESS = re.compile(r"^(\d+\.\d+) \[productcrawler\.extensions\.progress\] INFO: Progress: (\d+)/(\d+) ids done "
+PROGRESS = re.compile(r"^(\d+\.\d+) \[productcrawler\.monitoring\.progress\] INFO: Progress: (\d+)/(\d+) ids done "
                       r"\((\d+\.\d)%\), (\d+) stored, (\d+) missing, (\d+) failed; (\d+) ids/s, ETA (\d+ s|unknown)$")
 
 

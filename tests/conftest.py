@@ -36,7 +36,7 @@ CATALOG_VERSION = 490000
 REACTOR_LOOP: asyncio.AbstractEventLoop | None = None
 
 #: Under pytest-xdist (``make test`` runs most of the suite on several workers) each
-#: worker moves the fixed ports of the servers tests start (tests/servers.py,
+#: worker moves the fixed ports of the servers tests start (tests/support/servers.py,
 #: test_rate_redis_stall.py) by this much more than the worker before it, on top of
 #: TEST_SERVER_PORT_OFFSET, so that each worker's session servers have ports of their
 #: own. 10 works for up to 8 workers: no two of those ports (27001-27003, their cluster
@@ -69,7 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     # And its event loop: Scrapy refuses a crawler whose ASYNCIO_EVENT_LOOP
     # differs from the installed one. That loop is also the one unit tests of
-    # the pass and scheduler run on (tests.helpers.on_reactor_loop).
+    # the pass and scheduler run on (tests.support.helpers.on_reactor_loop).
     install_reactor(settings.TWISTED_REACTOR, settings.ASYNCIO_EVENT_LOOP)
     from twisted.internet import reactor  # the one just installed
 
@@ -204,11 +204,11 @@ def verifying(certificates: Any) -> dict[str, str]:
     return crawl_env(SSL_CERT_FILE=str(certificates.ca))
 
 
-# --- servers of our own: TLS MariaDB, TLS Redis, Redis Cluster (tests/servers.py) ---
+# --- servers of our own: TLS MariaDB, TLS Redis, Redis Cluster (tests/support/servers.py) ---
 
 @pytest.fixture(scope="session")
 def certificates(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from tests.servers import make_certificates
+    from tests.support.servers import make_certificates
 
     return make_certificates(tmp_path_factory.mktemp("certs"))
 
@@ -225,7 +225,7 @@ def _running(server: Any) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def tls_mariadb(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> Iterator[Any]:
     """A MariaDB on port 27306 that requires TLS (and a client certificate for ``crawler``)."""
-    from tests.servers import TlsMariaDB
+    from tests.support.servers import TlsMariaDB
 
     yield from _running(TlsMariaDB(tmp_path_factory.mktemp("mariadb-tls"), certificates))
 
@@ -233,7 +233,7 @@ def tls_mariadb(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> 
 @pytest.fixture(scope="session")
 def tls_redis(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> Iterator[Any]:
     """A Redis on TLS port 27379 only, with an ACL user and the default user off."""
-    from tests.servers import TlsRedis
+    from tests.support.servers import TlsRedis
 
     yield from _running(TlsRedis(tmp_path_factory.mktemp("redis-tls"), certificates))
 
@@ -241,7 +241,7 @@ def tls_redis(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> It
 @pytest.fixture(scope="session")
 def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Three Redis Cluster masters on ports 27001-27003."""
-    from tests.servers import RedisClusterServers
+    from tests.support.servers import RedisClusterServers
 
     yield from _running(RedisClusterServers(tmp_path_factory.mktemp("redis-cluster")))
 
@@ -249,7 +249,7 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def pushgateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Debian's prometheus-pushgateway on an ephemeral port of 127.0.0.1, once per session."""
-    from tests.servers import Pushgateway
+    from tests.support.servers import Pushgateway
 
     yield from _running(Pushgateway(tmp_path_factory.mktemp("pushgateway")))
 
@@ -278,8 +278,8 @@ def proxies(proxy_farm: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def arrival_server() -> Iterator[Any]:
-    """The independent arrival clock (tests/arrival_server.py) with three proxy ports, once per session."""
-    from tests.arrival_server import ArrivalServer
+    """The independent arrival clock (tests/support/arrival_server.py) with three proxy ports, once per session."""
+    from tests.support.arrival_server import ArrivalServer
 
     with ArrivalServer(proxies=3) as server:
         yield server

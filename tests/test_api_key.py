@@ -20,7 +20,7 @@ import redis
 
 from simulator import catalog
 from tests.conftest import CATALOG_VERSION, REDIS_URL
-from tests.helpers import assert_pass_complete, finish, redis_keys, start_crawl
+from tests.support.helpers import assert_pass_complete, finish, redis_keys, start_crawl
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

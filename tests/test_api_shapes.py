@@ -6,7 +6,7 @@ import pytest
 
 from simulator import catalog, shapes
 from tests.conftest import CATALOG_VERSION, mysql_query, run_crawl
-from tests.helpers import PRODUCT_COLUMNS, catalogue_row
+from tests.support.helpers import PRODUCT_COLUMNS, catalogue_row
 
 END = 300
 

@@ -20,7 +20,7 @@ import pytest
 from productcrawler.guard.failure_guard import EXIT_CODE
 from simulator import catalog, shapes
 from tests.conftest import MYSQL, REDIS_URL, mysql_query, run_crawl
-from tests.helpers import dumped_stats, log_lines, log_time, mysql_execute, table
+from tests.support.helpers import dumped_stats, log_lines, log_time, mysql_execute, table
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

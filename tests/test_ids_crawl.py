@@ -10,7 +10,7 @@ import pytest
 
 from simulator import catalog
 from tests.conftest import CATALOG_VERSION, REDIS_URL, mysql_query
-from tests.helpers import (
+from tests.support.helpers import (
     PRODUCT_COLUMNS,
     catalogue_row,
     done_ids,

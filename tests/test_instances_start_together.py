@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import REDIS_URL
-from tests.helpers import assert_pass_complete, finish, start_crawl
+from tests.support.helpers import assert_pass_complete, finish, start_crawl
 
 END = 1500
 

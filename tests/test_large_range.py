@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import ROOT, crawl_command, crawl_env
-from tests.helpers import finish
+from tests.support.helpers import finish
 
 RANGE = 2_000_000
 MAX_RSS_MB = 150

@@ -20,7 +20,7 @@ from productcrawler.monitoring import stat_keys
 from productcrawler.monitoring.metrics import PrometheusMetrics
 from simulator import catalog
 from tests.conftest import crawl_command, crawl_env, mysql_query
-from tests.helpers import LoggedCrawl
+from tests.support.helpers import LoggedCrawl
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

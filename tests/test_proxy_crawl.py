@@ -27,8 +27,8 @@ from tests.conftest import (
     run_crawl,
     verifying,
 )
-from tests.helpers import LoggedCrawl, dumped_stats, log_lines
-from tests.windows import max_in_window
+from tests.support.helpers import LoggedCrawl, dumped_stats, log_lines
+from tests.support.windows import max_in_window
 
 if TYPE_CHECKING:
     import subprocess

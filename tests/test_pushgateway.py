@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import crawl_env, run_crawl
-from tests.helpers import log_lines, present_ids, query
+from tests.support.helpers import log_lines, present_ids, query
 
 if TYPE_CHECKING:
     from simulator.process import SimulatorProcess

@@ -15,8 +15,8 @@ import pytest
 
 from productcrawler.config import burst_for_rate
 from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, run_crawl
-from tests.helpers import finish, start_crawl
-from tests.windows import max_in_window
+from tests.support.helpers import finish, start_crawl
+from tests.support.windows import max_in_window
 
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing

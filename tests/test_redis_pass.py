@@ -14,7 +14,7 @@ from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
 from productcrawler.passes.redis_pass import FINISHED_TTL, RedisPass
 from tests.conftest import REDIS_URL
-from tests.helpers import on_reactor_loop, redis_keys
+from tests.support.helpers import on_reactor_loop, redis_keys
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

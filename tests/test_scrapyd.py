@@ -34,7 +34,7 @@ import pytest
 from simulator import catalog
 from simulator.process import stop_process
 from tests.conftest import ROOT, crawl_env, mysql_query
-from tests.helpers import assert_pass_complete, assert_resumed, done_ids, read_lines
+from tests.support.helpers import assert_pass_complete, assert_resumed, done_ids, read_lines
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

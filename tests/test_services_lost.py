@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from tests.conftest import REDIS_URL, mysql_query
-from tests.helpers import (
+from tests.support.helpers import (
     assert_pass_complete,
     finish,
     present_ids,
@@ -22,7 +22,7 @@ from tests.helpers import (
     stored_count,
     wait_until_stored,
 )
-from tests.tcp_proxy import TcpProxy
+from tests.support.tcp_proxy import TcpProxy
 
 END = 3000
 #: DATABASE_OUTAGE_MAX: the writer retries after 0.5, 1, 2, 4... s, so it gives up 3.5 s into the outage.

@@ -17,7 +17,7 @@ import pytest
 from simulator import SimulatorProcess, catalog, shapes
 from simulator.faults import FaultConfig, FaultRule
 from tests.conftest import ROOT
-from tests.helpers import missing_ids, present_ids
+from tests.support.helpers import missing_ids, present_ids
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -10,7 +10,7 @@ import threading
 import time
 
 from tests.conftest import ROOT, crawl_env, mysql_query, run_crawl
-from tests.helpers import dumped_stats, read_lines, start_crawl
+from tests.support.helpers import dumped_stats, read_lines, start_crawl
 
 # A spider that hands the pipeline items directly, one of them out of range
 # for DECIMAL(10,2): cleaning would never let it through, so this is the

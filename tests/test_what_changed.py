@@ -1,4 +1,4 @@
-"""Three passes against an API whose catalogue changes between them (tests/imitations/changing_catalogue.py):
+"""Three passes against an API whose catalogue changes between them (tests/support/imitations/changing_catalogue.py):
 the exact product_changes rows, removed_at, first_seen, rows not rewritten, and ``scrapy passes``.
 MariaDB and SQLite; and a Redis-shared pass whose rows carry its crawl_passes id."""
 
@@ -12,8 +12,8 @@ from decimal import Decimal
 import pytest
 
 from tests.conftest import REDIS_URL, crawl_env, mysql_query, run_crawl
-from tests.helpers import run_scrapy
-from tests.imitations.changing_catalogue import CatalogueApi
+from tests.support.helpers import run_scrapy
+from tests.support.imitations.changing_catalogue import CatalogueApi
 
 END = 200
 ABSENT = {13, 77}  # never in the catalogue: 404 in every pass

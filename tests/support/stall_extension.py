@@ -1,6 +1,6 @@
 """A test-only extension that stalls the crawler: it blocks the reactor at intervals.
 
-Enabled in a test crawl with ``-s EXTENSIONS={"tests.stall_extension.ReactorStall": 0}``;
+Enabled in a test crawl with ``-s EXTENSIONS={"tests.support.stall_extension.ReactorStall": 0}``;
 ``STALL_EVERY`` (seconds between stalls, default 0.7) and ``STALL_MIN`` /
 ``STALL_MAX`` (length of each, default 0.1-0.2 s). Each stall is a
 ``time.sleep`` on the reactor thread, like a long GC pause or a synchronous

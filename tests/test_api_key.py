@@ -19,8 +19,9 @@ import pytest
 import redis
 
 from simulator import catalog
-from tests.conftest import CATALOG_VERSION, REDIS_URL
-from tests.support.helpers import assert_pass_complete, finish, redis_keys, start_crawl
+from tests.support.catalogue import CATALOG_VERSION, assert_pass_complete
+from tests.support.crawls import finish, start_crawl
+from tests.support.services import REDIS_URL, redis_keys
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import REDIS_URL, mysql_query
-from tests.support.helpers import finish, start_crawl
+from tests.support.crawls import finish, start_crawl
 from tests.support.imitations.budgets import BUDGETS, BudgetServers, missing, rate_of
+from tests.support.services import REDIS_URL, mysql_query
 
 pytestmark = pytest.mark.timing
 

@@ -11,7 +11,7 @@ import pytest
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.config.values import ambiguous_userinfo
 from productcrawler.storage.target import DatabaseTarget
-from tests.conftest import ROOT, crawl_env, run_crawl
+from tests.support.crawls import ROOT, crawl_env, run_crawl
 
 SECRET = "s3cr3t-pw"
 

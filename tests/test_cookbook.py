@@ -26,9 +26,9 @@ from urllib.parse import quote, unquote, urlsplit
 import pytest
 import redis
 
-from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
-from tests.support.helpers import run_scrapy
+from tests.support.crawls import ROOT, crawl_command, crawl_env, run_scrapy
 from tests.support.imitations import bestbuy, bigcommerce, dummyjson, magento, shopify, woocommerce
+from tests.support.services import REDIS_URL, mysql_query
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.conftest import REDIS_URL, crawl_env, run_crawl
-from tests.support.helpers import dumped_stat, log_lines, query
+from tests.support.crawls import crawl_env, run_crawl
 from tests.support.imitations.drifting_api import MISSING_EVERY, DriftingApi, stored_row
+from tests.support.logs import dumped_stat, log_lines
+from tests.support.services import REDIS_URL, query
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from productcrawler.proxies.config import parse_proxy_urls
-from tests.conftest import crawl_command, mysql_query, run_crawl, verifying
-from tests.support.helpers import LoggedCrawl, assert_pass_complete, dumped_stats, log_lines, stored_count
+from tests.support.catalogue import assert_pass_complete
+from tests.support.crawls import LoggedCrawl, crawl_command, run_crawl, verifying
 from tests.support.independent_proxy import ProxyPy
+from tests.support.logs import dumped_stats, log_lines
+from tests.support.services import mysql_query, stored_count
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

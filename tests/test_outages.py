@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from tests.support.helpers import assert_pass_complete, kill_when_stored, start_crawl
+from tests.support.catalogue import assert_pass_complete
+from tests.support.crawls import kill_when_stored, start_crawl
 from tests.support.tcp_proxy import TcpProxy
 
 END = 1500

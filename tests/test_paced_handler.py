@@ -25,7 +25,7 @@ from productcrawler.download.handler import WRITE_STARTED
 from productcrawler.monitoring import stat_keys
 from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler, PacedConnector
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
-from tests.support.helpers import on_reactor_loop
+from tests.support.reactor import on_reactor_loop
 from tests.support.windows import max_in_window
 
 if TYPE_CHECKING:

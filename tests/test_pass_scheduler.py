@@ -23,7 +23,7 @@ from productcrawler.passes.base import FINISHED, LOST, RUNNING, Entry, Lease
 from productcrawler.passes.scheduler import LEASE_BATCH, POSITION, PassScheduler
 from productcrawler.retry.policy import RESEND_NOW, RETRY_DELAY_META
 from productcrawler.spiders.products import ProductsSpider
-from tests.support.helpers import on_reactor_loop
+from tests.support.reactor import on_reactor_loop
 
 
 class PassInMemory:

@@ -14,22 +14,19 @@ import pytest
 import redis
 
 from productcrawler.settings import EXTENSIONS
-from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
-from tests.support.helpers import (
-    END,
-    assert_pass_complete,
-    assert_resumed,
-    done_ids,
+from tests.support.catalogue import END, assert_pass_complete, assert_resumed, done_ids, outcome_stamps, present_ids
+from tests.support.crawls import (
+    ROOT,
+    crawl_command,
+    crawl_env,
     finish,
     kill_after_arrivals,
     kill_when_stored,
-    outcome_stamps,
-    present_ids,
     read_lines,
     start_crawl,
-    stored_count,
-    summary,
 )
+from tests.support.logs import summary
+from tests.support.services import REDIS_URL, mysql_query, stored_count
 from tests.support.tcp_proxy import TcpProxy
 
 #: For runs that are not interrupted and whose rate is not asserted.

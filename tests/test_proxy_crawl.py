@@ -18,16 +18,9 @@ import redis
 
 from productcrawler.proxies.config import parse_proxy_urls
 from simulator import catalog
-from tests.conftest import (
-    PROXY_PASSWORD,
-    PROXY_USER,
-    REDIS_URL,
-    crawl_command,
-    mysql_query,
-    run_crawl,
-    verifying,
-)
-from tests.support.helpers import LoggedCrawl, dumped_stats, log_lines
+from tests.support.crawls import LoggedCrawl, crawl_command, run_crawl, verifying
+from tests.support.logs import dumped_stats, log_lines
+from tests.support.services import PROXY_PASSWORD, PROXY_USER, REDIS_URL, mysql_query
 from tests.support.windows import max_in_window
 
 if TYPE_CHECKING:

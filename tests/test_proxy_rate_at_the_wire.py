@@ -20,7 +20,8 @@ import subprocess
 import pytest
 
 from productcrawler.config import burst_for_rate
-from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env
+from tests.support.crawls import ROOT, crawl_command, crawl_env
+from tests.support.services import REDIS_URL
 from tests.support.windows import assert_within_bounds, max_in_window, settings_for
 from tests.test_rate_at_the_wire import STALLS
 

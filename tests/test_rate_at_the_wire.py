@@ -15,7 +15,8 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, run_crawl
+from tests.support.crawls import ROOT, crawl_command, crawl_env, run_crawl
+from tests.support.services import REDIS_URL
 from tests.support.windows import CAP, assert_within_bounds, settings_for
 
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).

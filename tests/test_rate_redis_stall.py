@@ -22,7 +22,6 @@ passes on main's code.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -31,7 +30,8 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 
-from tests.conftest import ROOT, crawl_command, crawl_env
+from tests.support.crawls import ROOT, crawl_command, crawl_env
+from tests.support.ports import offset
 from tests.support.servers import binary, stop
 from tests.support.windows import assert_within_bounds, settings_for
 
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing
 
-#: Moved by TEST_SERVER_PORT_OFFSET like the suite's other servers (tests/support/servers.py).
-PORT = 27400 + int(os.environ.get("TEST_SERVER_PORT_OFFSET", "0"))
+#: Moved like the suite's other servers' ports (tests/support/ports.py).
+PORT = 27400 + offset()
 CAP = 200
 STALL = 0.6  # seconds Redis is stopped, each time
 STALLS_AT = (1.0, 2.6, 4.2)  # seconds after the first arrival

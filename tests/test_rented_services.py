@@ -19,9 +19,9 @@ from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.storage.database import ensure_schema
 from productcrawler.storage.target import DatabaseTarget
 from simulator import catalog
-from tests.conftest import ROOT, crawl_env, mysql_query, run_crawl
-from tests.support.helpers import start_crawl, wait_for
+from tests.support.crawls import ROOT, crawl_env, run_crawl, start_crawl, wait_for
 from tests.support.servers import CLUSTER_PORTS, MARIADB_PASSWORD, REDIS_PASSWORD
+from tests.support.services import mysql_query
 
 SECRET = "s3cr3t-pw"
 TLS_END = 1000

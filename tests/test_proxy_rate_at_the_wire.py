@@ -22,8 +22,8 @@ import pytest
 from productcrawler.config import burst_for_rate
 from tests.support.crawls import ROOT, crawl_command, crawl_env
 from tests.support.services import REDIS_URL
+from tests.support.stall_extension import STALLS
 from tests.support.windows import assert_within_bounds, max_in_window, settings_for
-from tests.test_rate_at_the_wire import STALLS
 
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing

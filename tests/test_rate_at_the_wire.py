@@ -17,13 +17,11 @@ import pytest
 
 from tests.support.crawls import ROOT, crawl_command, crawl_env, run_crawl
 from tests.support.services import REDIS_URL
+from tests.support.stall_extension import STALLS
 from tests.support.windows import CAP, assert_within_bounds, settings_for
 
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing
-
-STALLS = {"EXTENSIONS": '{"tests.support.stall_extension.ReactorStall": 0}', "STALL_EVERY": 0.7,
-          "STALL_MIN": 0.1, "STALL_MAX": 0.2}
 
 
 def test_a_blocked_reactor_does_not_send_a_catch_up_clump(clean_arrival_server, mysql_url):

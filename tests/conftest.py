@@ -43,7 +43,7 @@ def _reactor_loop_is_current() -> None:
 #: The files whose crawls take longest, slowest first. They run before the others: under
 #: pytest-xdist each file goes whole to one worker, handed out in the order of the run,
 #: so a long file left for last would keep one worker busy while the other has nothing to do.
-SLOW_FILES = ("test_passes.py", "test_services_lost.py", "test_proxy_crawl.py", "test_guard.py",
+SLOW_FILES = ("test_pass_crawl.py", "test_services_lost.py", "test_proxy_crawl.py", "test_guard.py",
               "test_rented_services.py", "test_instances_start_together.py", "test_scrapyd.py", "test_faults.py")
 
 

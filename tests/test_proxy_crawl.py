@@ -169,7 +169,7 @@ def test_a_second_instance_never_uses_a_proxy_the_first_found_dead(clean_simulat
     # The cap held across both instances (not shared, it would be twice the
     # rate). Two crawlers, the simulator, the proxies (in this process, whose
     # thread a loaded machine deschedules, releasing what it holds at once),
-    # MariaDB and Redis share two cores: 15 %, not test_rate_limit_crawl's 5 %.
+    # MariaDB and Redis share two cores: 15 %, not test_ratelimit_crawl's 5 %.
     arrivals = clean_simulator.arrivals()
     assert max_in_window([a[0] for a in arrivals]) <= rate * 1.15
 

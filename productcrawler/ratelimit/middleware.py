@@ -106,13 +106,16 @@ def rate_limit_enabled(settings: BaseSettings) -> bool:
 
 
 def check_handlers(settings: BaseSettings) -> None:
-    """The wait happens in the download handler: one that does not pace would send unthrottled."""
-    from productcrawler.ratelimit.handler import PacedDownloadMixin
+    """The wait happens in the download handler: one that does not pace would send unthrottled.
 
+    A handler that paces says so with a true ``paces_requests`` class attribute
+    (:class:`~productcrawler.ratelimit.handler.PacedDownloadMixin` sets it): the
+    handler module imports this one, so this one does not import it.
+    """
     handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
     for scheme in ("http", "https"):
         path = handlers.get(scheme)
-        if path and not issubclass(load_object(path), PacedDownloadMixin):
+        if path and not getattr(load_object(path), "paces_requests", False):
             raise ConfigError(f"DOWNLOAD_HANDLERS[{scheme!r}]={path!r}: the rate limit "
                               f"(MAX_REQUESTS_PER_SECOND) is applied by the download handler; use "
                               f"{PACING_HANDLER} or a subclass of "

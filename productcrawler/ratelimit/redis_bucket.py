@@ -41,6 +41,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from productcrawler.config import mask_url
+from productcrawler.config.driver_errors import describe
 from productcrawler.config.values import ambiguous_userinfo
 from productcrawler.ratelimit.bucket import (
     BackoffPolicy,
@@ -121,11 +122,9 @@ def ping(url: str) -> None:
 
     A synchronous one-off at start-up; the hot path only uses ``redis.asyncio``.
     redis-py's message is told as the start-up checks tell it
-    (:func:`productcrawler.run.preflight.describe`): left out, and not chained,
+    (:func:`productcrawler.config.driver_errors.describe`): left out, and not chained,
     when the password is ambiguous, for it names pieces of the password.
     """
-    from productcrawler.run.preflight import describe  # (preflight imports the rate limit)
-
     client = redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
     try:
         client.ping()

@@ -45,6 +45,7 @@ from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro
 
 from productcrawler.config import burst_for_rate, crawl_config, mask_url
+from productcrawler.download.errors import exception_reason, tunnel_refusal
 from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS, WholesaleFailureGuard
 from productcrawler.guard.streaks import PROXIES_DOWN
 from productcrawler.monitoring import stat_keys
@@ -56,7 +57,6 @@ from productcrawler.proxies.blame import (
     PROXY_FAILURE_STATUSES,
     UNCLEAR_REASONS,
     UNCLEAR_STATUSES,
-    tunnel_refusal,
 )
 from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
 from productcrawler.proxies.config import ProxyConfig
@@ -67,7 +67,6 @@ from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
 from productcrawler.ratelimit.wait import wait_for_fresh_slot
 from productcrawler.redis_connection import async_redis_client
-from productcrawler.retry.middleware import exception_reason
 from productcrawler.retry.policy import RESEND_NOW
 from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 

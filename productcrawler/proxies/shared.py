@@ -6,8 +6,9 @@ the end of its rest ``:r`` in Redis server time, and its rests in a row ``:n``.
 A Lua script applies one instance's counted outcomes and answers every
 proxy's state in the same atomic call (the arithmetic of
 :mod:`productcrawler.proxies.health`), on the server's clock; the offset
-between that clock and this process's monotonic one turns rest ends into
-local times, as the shared rate-limit bucket does. Calls go through
+between that clock and this process's monotonic one
+(:class:`~productcrawler.redis_clock.ServerClock`, as for the shared
+rate-limit bucket) turns rest ends into local times. Calls go through
 ``redis.asyncio``, so none blocks the reactor thread.
 """
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from productcrawler.proxies.books import Snapshot
 from productcrawler.proxies.health import SCORE_MAX, HealthPolicy, ProxyHealth
+from productcrawler.redis_clock import ServerClock
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -77,6 +79,7 @@ class RedisHealthBook:
         self.clock = clock
         self.rng = rng or random.Random()
         self.calls = 0
+        self.server_clock = ServerClock()
         self._script = client.register_script(SYNC_SCRIPT)
 
     def __str__(self) -> str:
@@ -93,7 +96,7 @@ class RedisHealthBook:
         reply = await self._script(keys=[self.key], args=args)
         received = self.clock()
         server_now = float(reply[0])
-        offset = server_now - (started + received) / 2  # server time minus local time
+        offset = self.server_clock.observe(server_now, started, received)
         health: list[ProxyHealth] = []
         rested: dict[int, float] = {}
         for index in range(len(self.keys)):

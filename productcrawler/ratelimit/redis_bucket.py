@@ -9,8 +9,8 @@ leased slots go unused). The script answers ``(server_now, base, interval,
 factor)`` and the k-th leased slot is ``max(server_now, base + k * interval)`` in server time.
 The same call bounds the offset between server time and local
 ``time.monotonic()`` (the server read its clock between the call's start and
-its reply; the bounds of all calls are intersected), so each leased slot
-becomes a local send time of its own.
+its reply; :class:`~productcrawler.redis_clock.ServerClock` intersects the
+bounds of all calls), so each leased slot becomes a local send time of its own.
 
 Leased slots are written into the shared TAT before anyone uses them: an
 instance that dies with unused slots leaves lost capacity, never extra. The
@@ -51,6 +51,7 @@ from productcrawler.ratelimit.bucket import (
     granting_burst,
     late_tolerance,
 )
+from productcrawler.redis_clock import ServerClock
 from productcrawler.redis_connection import AsyncClient, async_redis_client, redis_client
 
 if TYPE_CHECKING:
@@ -153,8 +154,7 @@ class RedisTokenBucket:
         self.lease_max: int = lease_max or max(1, int(rate * LEASE_FRACTION))
         self.policy: BackoffPolicy = policy or BackoffPolicy()
         self.clock: Callable[[], float] = clock
-        self.offset: float | None = None  # server time minus local monotonic time
-        self._offset_bounds: tuple[float, float] | None = None
+        self.server_clock = ServerClock()
         self.redis_calls: int = 0
         self.expired_slots: int = 0
         self.pace: float | None = None
@@ -221,7 +221,7 @@ class RedisTokenBucket:
         received = self.clock()
         self._round_trips.append(min(LEAD_MAX, received - started))
         server_now, base, interval, factor = (float(value) for value in reply)
-        offset = self._estimate_offset(server_now, started, received)
+        offset = self.server_clock.observe(server_now, started, received)
         self._factor = factor
         tolerance = late_tolerance(1.0 / self.rate, self.burst)
         for slot in Lease(base, interval, count, server_now + lead).slots():
@@ -230,25 +230,6 @@ class RedisTokenBucket:
             at = slot - offset
             self._slots.append(Reservation(at=at, granted_at=server_now, slot=slot,
                                            deadline=at + tolerance))
-
-    def _estimate_offset(self, server_now: float, started: float, received: float) -> float:
-        """Server time minus local time, from every call so far.
-
-        Each call bounds it: the server read its clock between ``started`` and
-        ``received``. A single call's midpoint is off by up to half its round
-        trip, and a slow reply (a busy event loop, a Redis stall) would shift
-        one lease's slots against the next and bunch them; the intersection of
-        all the bounds is as tight as the fastest call. When the bounds stop
-        overlapping (a clock step, drift), it starts again from this call.
-        """
-        low, high = server_now - received, server_now - started
-        if self._offset_bounds is not None:
-            best_low, best_high = self._offset_bounds
-            if max(low, best_low) <= min(high, best_high):
-                low, high = max(low, best_low), min(high, best_high)
-        self._offset_bounds = (low, high)
-        self.offset = (low + high) / 2
-        return self.offset
 
     async def _run(self, script: Any, args: list[Any]) -> list[bytes]:
         """Call ``script``, waiting out a Redis outage of up to OUTAGE_MAX seconds."""

@@ -1,8 +1,9 @@
 """One token bucket shared by every crawler instance through Redis.
 
-The bucket is the GCRA of :mod:`.bucket`, run inside Redis by an atomic Lua
-script whose clock is the server's ``TIME``, so the instances' own clocks
-never matter. To keep Redis well under one round trip per request, an
+The bucket is the GCRA of :mod:`.bucket`, run inside Redis by atomic Lua
+scripts (``lua/bucket_lease.lua``, and ``lua/bucket_backoff.lua`` for a 429)
+whose clock is the server's ``TIME``, so the instances' own clocks never
+matter. To keep Redis well under one round trip per request, an
 instance *leases* up to ``lease_max`` slots per call (2 % of the rate by
 default; the lease doubles each time all its slots were used, and halves when
 leased slots go unused). The script answers ``(server_now, base, interval,
@@ -53,6 +54,7 @@ from productcrawler.ratelimit.bucket import (
 )
 from productcrawler.redis_clock import ServerClock
 from productcrawler.redis_connection import AsyncClient, async_redis_client, redis_client
+from productcrawler.redis_lua import lua_script
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -70,52 +72,8 @@ OUTAGE_MAX = 30.0  # give up (the request fails) after this long without Redis
 LEAD_MAX = 1.0  # seconds; the most a lease's first slot is put off for a slow round trip
 LEAD_CALLS = 8  # the lead is the fastest of this many latest round trips: one slow call moves nothing
 
-_RECOVERED_FACTOR = """
-local function recovered_factor(s_factor, s_factor_at, now, recovery)
-  if not s_factor then return 1 end
-  local f = tonumber(s_factor) + recovery * math.max(0, now - tonumber(s_factor_at))
-  return math.min(1, f)
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-"""
-
-# KEYS[1] bucket hash; ARGV rate, burst, count, recovery_per_second, ttl, pace
-# (this instance's latency-based ceiling, or the rate when it has none), lead
-# (seconds: no slot earlier than now + lead, the time the reply takes to be of use).
-# Returns server_now, base, interval, factor as strings (Lua numbers would be
-# truncated to integers on the way out).
-LEASE_SCRIPT = _RECOVERED_FACTOR + """
-local rate, burst, count = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local s = redis.call('HMGET', KEYS[1], 'tat', 'factor', 'factor_at')
-local factor = recovered_factor(s[2], s[3], now, tonumber(ARGV[4]))
-local interval = 1 / math.min(rate * factor, tonumber(ARGV[6]))
-local tat = math.max(tonumber(s[1]) or now, now + tonumber(ARGV[7]))
-local base = tat - (burst - 1) / rate
-tat = math.ceil((tat + count * interval) * 1000000) / 1000000
-redis.call('HSET', KEYS[1], 'tat', string.format('%.6f', tat))
-redis.call('PEXPIRE', KEYS[1], math.ceil((tat - now + tonumber(ARGV[5])) * 1000))
-return {string.format('%.6f', now), string.format('%.6f', base),
-        string.format('%.17g', interval), string.format('%.6f', factor)}
-"""
-
-# KEYS[1] bucket hash; ARGV granted_at (server seconds, -1 unknown),
-# multiplier, floor, recovery_per_second, ttl. Returns applied ('1'/'0'), factor.
-BACKOFF_SCRIPT = _RECOVERED_FACTOR + """
-local s = redis.call('HMGET', KEYS[1], 'tat', 'factor', 'factor_at', 'backoff_at')
-local factor = recovered_factor(s[2], s[3], now, tonumber(ARGV[4]))
-local granted_at = tonumber(ARGV[1])
-if granted_at >= 0 and s[4] and granted_at < tonumber(s[4]) then
-  return {'0', string.format('%.6f', factor)}
-end
-factor = math.max(tonumber(ARGV[3]), factor * tonumber(ARGV[2]))
-local stamp = string.format('%.6f', now)
-redis.call('HSET', KEYS[1], 'factor', string.format('%.6f', factor), 'factor_at', stamp,
-           'backoff_at', stamp)
-local tat = math.max(tonumber(s[1]) or now, now)
-redis.call('PEXPIRE', KEYS[1], math.ceil((tat - now + tonumber(ARGV[5])) * 1000))
-return {'1', string.format('%.6f', factor)}
-"""
+LEASE_SCRIPT = lua_script("productcrawler.ratelimit", "bucket_prelude.lua", "bucket_lease.lua")
+BACKOFF_SCRIPT = lua_script("productcrawler.ratelimit", "bucket_prelude.lua", "bucket_backoff.lua")
 
 
 def ping(url: str) -> None:

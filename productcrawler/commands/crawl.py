@@ -37,12 +37,15 @@ class Command(ScrapyCrawlCommand):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         assert self.settings is not None
-        # Here, before Scrapy sets up logging (the process is created after this).
+        # Here, before Scrapy sets up logging and installs the reactor (the process is created
+        # after this): a configuration error exits before anything, an event loop included, exists.
         try:
             if json_requested(self.settings):
                 self.json_logging = JsonLogging.install(self.settings)
+            if args == ["products"]:
+                preflight.check(self.settings, opts.spargs)
         except ConfigError as error:
-            print(f"productcrawler: configuration error: {error}", file=sys.stderr)
+            self._config_error(error)
             sys.exit(2)
         feeds = self.settings.getdict("FEEDS")
         if args == ["products"] and feeds:
@@ -53,12 +56,6 @@ class Command(ScrapyCrawlCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or args[0] != "products":
             super().run(args, opts)
-            return
-        assert self.settings is not None
-        try:
-            preflight.check(self.settings, opts.spargs)
-        except ConfigError as error:
-            self._config_error(error)
             return
         assert self.crawler_process is not None
         crawler = self._create_crawler(args[0])

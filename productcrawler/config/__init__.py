@@ -10,6 +10,8 @@ environment to fill in the project-level value, which ``-s`` overrides.
 * :mod:`.values` — the checks of single values (numbers, URLs,
   ``PRODUCT_FIELDS``), ``ConfigError``, :func:`mask_url`, :func:`mask_credentials` and
   :func:`password_hint`;
+* :mod:`.driver_errors` — :func:`~.driver_errors.describe`, one line for a
+  database or Redis driver's error about a configured URL;
 * :mod:`.crawl` — :class:`CrawlConfig`, the whole contract parsed and
   validated, once per crawler through :func:`crawl_config`.
 

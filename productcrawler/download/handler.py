@@ -58,19 +58,13 @@ import yarl
 from pydispatch.dispatcher import getAllReceivers, liveReceivers
 from scrapy import signals
 from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler
-from scrapy.exceptions import (
-    CannotResolveHostError,
-    DownloadConnectionRefusedError,
-    DownloadFailedError,
-    DownloadTimeoutError,
-    ResponseDataLossError,
-    UnsupportedURLSchemeError,
-)
+from scrapy.exceptions import ResponseDataLossError
 from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from scrapy.utils._download_handlers import get_dataloss_msg, get_warnsize_msg
 
 from productcrawler.config import crawl_config, mask_credentials
+from productcrawler.download.errors import scrapy_error
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -84,23 +78,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: aiohttp's exceptions as Scrapy's, most specific first (what Scrapy's handler raises for each).
-_SCRAPY_ERRORS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], type[Exception]], ...] = (
-    ((aiohttp.InvalidUrlClientError, aiohttp.NonHttpUrlClientError), UnsupportedURLSchemeError),
-    (aiohttp.ClientConnectorDNSError, CannotResolveHostError),
-    (aiohttp.ClientConnectorError, DownloadConnectionRefusedError),
-)
-
-
 def _scrapy_error(error: BaseException, request: Request, timeout: float) -> Exception:
-    if isinstance(error, TimeoutError):
-        return DownloadTimeoutError(f"Getting {request.url} took longer than {timeout} seconds.")
-    # A proxy's refusal of a CONNECT (an https API through a proxy) names the proxy's URL, password and all.
-    message = mask_credentials(str(error))
-    for library_errors, scrapy_error in _SCRAPY_ERRORS:
-        if isinstance(error, library_errors):
-            return scrapy_error(message)
-    return DownloadFailedError(message)
+    if isinstance(error, TimeoutError):  # Scrapy's message: the URL and the timeout
+        message = f"Getting {request.url} took longer than {timeout} seconds."
+    else:  # A proxy's refusal of a CONNECT (an https API through a proxy) names the proxy's URL, password and all.
+        message = mask_credentials(str(error))
+    return scrapy_error(error, message)
 
 
 def _raise(error: Exception, cause: BaseException, auth: ApiAuth | None) -> None:

@@ -45,6 +45,7 @@ from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro
 
 from productcrawler.config import burst_for_rate, crawl_config, mask_url
+from productcrawler.download.errors import exception_reason, tunnel_refusal
 from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS, WholesaleFailureGuard
 from productcrawler.guard.streaks import PROXIES_DOWN
 from productcrawler.monitoring import stat_keys
@@ -56,7 +57,6 @@ from productcrawler.proxies.blame import (
     PROXY_FAILURE_STATUSES,
     UNCLEAR_REASONS,
     UNCLEAR_STATUSES,
-    tunnel_refusal,
 )
 from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
 from productcrawler.proxies.config import ProxyConfig
@@ -65,8 +65,8 @@ from productcrawler.proxies.pool import ProxyPool, stat
 from productcrawler.proxies.shared import RedisHealthBook
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
+from productcrawler.ratelimit.wait import wait_for_fresh_slot
 from productcrawler.redis_connection import async_redis_client
-from productcrawler.retry.middleware import exception_reason
 from productcrawler.retry.policy import RESEND_NOW
 from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 
@@ -152,7 +152,7 @@ class ProxyMiddleware:
         if proxy is None:
             proxy = await self._wait_for_a_proxy(request, avoid)
         if self.limiters is not None:
-            await self._wait_for_slot(self.limiters[proxy.index])
+            await wait_for_fresh_slot(self.limiters[proxy.index])  # the proxy's own rate
         meta = request.meta
         meta["proxy"] = proxy.url
         meta[Downloader.DOWNLOAD_SLOT] = proxy.slot
@@ -160,18 +160,6 @@ class ProxyMiddleware:
         if proxy.auth is not None:
             request.headers[b"Proxy-Authorization"] = proxy.auth
         self.stats.inc_value(stat("requests", proxy))
-
-    @staticmethod
-    async def _wait_for_slot(limiter: RateLimiter) -> None:
-        """The proxy's own rate, as RateLimitMiddleware applies the global one."""
-        while True:
-            reservation = await limiter.acquire()
-            delay = reservation.at - time.monotonic()
-            if delay > 0:
-                await sleep(delay)
-            if time.monotonic() <= reservation.deadline:
-                return
-            # Woken too late (event-loop lag): a new slot, or this one would crowd the next.
 
     async def _wait_for_a_proxy(self, request: Request, avoid: int | None) -> Proxy:
         started = time.monotonic()

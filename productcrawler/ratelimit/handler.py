@@ -62,6 +62,7 @@ class PacedDownloadMixin:
     """Waits for the crawler's rate-limit slot before the download handler sends a request."""
 
     crawler: Crawler
+    paces_requests: bool = True  # what RateLimitMiddleware checks DOWNLOAD_HANDLERS for
     _unpaced_logged: bool = False
 
     async def download_request(self, request: Request) -> Response:

@@ -20,11 +20,11 @@ from w3lib.url import safe_url_string
 from productcrawler import signals as signals_
 from productcrawler.answer.cleaning import BadResponse, parse_product
 from productcrawler.config import CrawlConfig, crawl_config
+from productcrawler.download.errors import exception_detail, exception_reason, known_reason
 from productcrawler.guard.failure_guard import WholesaleFailureGuard
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import META_ABANDONED, gateway_error
-from productcrawler.retry.middleware import exception_detail, exception_reason, known_reason
 from productcrawler.retry.policy import RetryPolicy
 from productcrawler.storage.database import utcnow
 

@@ -35,7 +35,7 @@ from w3lib.http import basic_auth_header
 
 from productcrawler import settings as project_settings
 from productcrawler.download.handler import LeanAiohttpDownloadHandler, _scrapy_error
-from tests.helpers import LoopServer, on_reactor_loop
+from tests.support.reactor import LoopServer, on_reactor_loop
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -7,7 +7,7 @@ each request arrived and how many were in flight. The assertions are the
 documented behaviour of the settings the lean path must leave alone
 (concurrency limits, download delay) and of the downloader's signals; the two
 downloaders must agree on all of it. One test crawls in a subprocess
-(tests/other_reactor_crawl.py) on Twisted's own reactor, without asyncio: the
+(tests/support/other_reactor_crawl.py) on Twisted's own reactor, without asyncio: the
 reactor is one per process. Scrapy's own tests of its downloader and engine
 run against ours in bench/scrapy_downloader_tests.py (by hand).
 """
@@ -19,7 +19,6 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -31,8 +30,9 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from productcrawler.download.downloader import LeanDownloader
-from tests.helpers import LoopServer, on_reactor_loop
-from tests.other_reactor_crawl import Fetch
+from tests.support.crawls import ROOT
+from tests.support.other_reactor_crawl import Fetch
+from tests.support.reactor import LoopServer, on_reactor_loop
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -43,7 +43,7 @@ DOWNLOADERS = pytest.mark.parametrize("downloader", [SCRAPY_DOWNLOADER, OURS], i
 #: A port nothing listens on (the server's own, once it has stopped, could be reused).
 REFUSED = "http://127.0.0.1:9/refused"
 #: A crawl in a subprocess, on a reactor other than the tests' asyncio one.
-OTHER_REACTOR_CRAWL = Path(__file__).with_name("other_reactor_crawl.py")
+OTHER_REACTOR_CRAWL = ROOT / "tests" / "support" / "other_reactor_crawl.py"
 TRACKED = (signals.request_reached_downloader, signals.response_downloaded, signals.request_left_downloader,
            signals.response_received)
 
@@ -282,7 +282,7 @@ def crawl_on_twisteds_reactor(downloader: str, urls: list[str], **settings: Any)
         process = await asyncio.create_subprocess_exec(
             sys.executable, str(OTHER_REACTOR_CRAWL), json.dumps(settings), *urls,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": str(OTHER_REACTOR_CRAWL.parent.parent)})
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
         out, err = await asyncio.wait_for(process.communicate(), timeout=120)
         return process.returncode, out, err
 

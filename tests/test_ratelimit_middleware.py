@@ -18,8 +18,8 @@ from scrapy.utils.test import get_crawler
 from productcrawler.monitoring import stat_keys
 from productcrawler.ratelimit import LocalRateLimiter, RedisTokenBucket
 from productcrawler.ratelimit.middleware import ASYNCIO_REACTOR, RateLimitMiddleware, _check_asyncio, rate_limit_of
-from tests.conftest import REDIS_URL
-from tests.windows import max_in_window
+from tests.support.services import REDIS_URL
+from tests.support.windows import max_in_window
 
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing

@@ -13,8 +13,8 @@ from productcrawler.ids import RangeIds
 from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
 from productcrawler.passes.redis_pass import FINISHED_TTL, RedisPass
-from tests.conftest import REDIS_URL
-from tests.helpers import on_reactor_loop, redis_keys
+from tests.support.reactor import on_reactor_loop
+from tests.support.services import REDIS_URL, redis_keys
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

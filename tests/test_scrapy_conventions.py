@@ -16,8 +16,9 @@ from scrapy.settings import Settings
 
 from productcrawler.config import ConfigError, CrawlConfig
 from simulator import catalog
-from tests.conftest import REDIS_URL, crawl_env, mysql_query, run_crawl
-from tests.helpers import dumped_stat, run_scrapy
+from tests.support.crawls import crawl_env, run_crawl, run_scrapy
+from tests.support.logs import dumped_stat
+from tests.support.services import REDIS_URL, mysql_query
 
 #: Nothing listens on these (they are in this test module's port range).
 NO_DATABASE = "mysql://root@127.0.0.1:22999/nothing_here"

@@ -8,7 +8,7 @@ while it is stopped; when it answers again, the slots that passed meanwhile
 must be lost, not sent as a backlog. (A stop shorter than the slots the
 waiting requests already hold -- 64 requests, 320 ms at 200/s -- never reaches
 the wire: 300 ms did not.) The test asserts, from
-``tests/arrival_server.py``'s record, that the stops reached the crawl (a gap
+``tests/support/arrival_server.py``'s record, that the stops reached the crawl (a gap
 in the arrivals for each), at most cap + burst requests in any sliding second
 and cap/10 + burst in any 100 ms, and that every id was requested and the
 crawl exited 0.
@@ -22,7 +22,6 @@ passes on main's code.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -31,9 +30,10 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 
-from tests.conftest import ROOT, crawl_command, crawl_env
-from tests.servers import binary, stop
-from tests.windows import assert_within_bounds, settings_for
+from tests.support.crawls import ROOT, crawl_command, crawl_env
+from tests.support.ports import offset
+from tests.support.servers import binary, stop
+from tests.support.windows import assert_within_bounds, settings_for
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing
 
-#: Moved by TEST_SERVER_PORT_OFFSET like the suite's other servers (tests/servers.py).
-PORT = 27400 + int(os.environ.get("TEST_SERVER_PORT_OFFSET", "0"))
+#: Moved like the suite's other servers' ports (tests/support/ports.py).
+PORT = 27400 + offset()
 CAP = 200
 STALL = 0.6  # seconds Redis is stopped, each time
 STALLS_AT = (1.0, 2.6, 4.2)  # seconds after the first arrival

@@ -6,7 +6,7 @@ time-stamped by the kernel as its bytes arrive (``SO_TIMESTAMPNS``, read with
 record does not depend on when this process gets the CPU: on a loaded machine
 a server that stamped requests when it read them would itself bunch arrivals
 that came apart. It answers ``GET /v1/product/{id}`` with a small product
-JSON. Run it as a subprocess (``python tests/arrival_server.py``, it prints
+JSON. Run it as a subprocess (``python tests/support/arrival_server.py``, it prints
 ``ARRIVAL SERVER LISTENING http://HOST:PORT``); it also asks for a higher
 scheduling priority when the OS allows.
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.imitations._base import Imitation, json_answer
+from tests.support.imitations._base import Imitation, json_answer
 
 CONSUMER_KEY = "ck_4f9e1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b"
 CONSUMER_SECRET = "cs_9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b"

@@ -5,7 +5,7 @@ app serving ``GET /v1/product/{id}`` as the article's API does — 200 with the
 product object (``id``, ``name``, ``price``, ``stock``, ``category``,
 ``brand``, ``rating``, ``sales_count``), 404 with ``{"error": "not found"}``
 for an id the catalogue does not hold. Run it as a subprocess
-(``python -m tests.imitations.changing_catalogue``); it listens on an
+(``python -m tests.support.imitations.changing_catalogue``); it listens on an
 ephemeral port of 127.0.0.1 and prints ``CATALOGUE API LISTENING http://HOST:PORT``.
 
 Control routes (not recorded as arrivals):
@@ -84,7 +84,7 @@ class CatalogueApi:
         self.url = ""
 
     def __enter__(self) -> CatalogueApi:
-        self.process = subprocess.Popen([sys.executable, "-m", "tests.imitations.changing_catalogue"],
+        self.process = subprocess.Popen([sys.executable, "-m", "tests.support.imitations.changing_catalogue"],
                                         stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()

@@ -14,23 +14,20 @@ import pytest
 import redis
 
 from productcrawler.settings import EXTENSIONS
-from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
-from tests.helpers import (
-    END,
-    assert_pass_complete,
-    assert_resumed,
-    done_ids,
+from tests.support.catalogue import END, assert_pass_complete, assert_resumed, done_ids, outcome_stamps, present_ids
+from tests.support.crawls import (
+    ROOT,
+    crawl_command,
+    crawl_env,
     finish,
     kill_after_arrivals,
     kill_when_stored,
-    outcome_stamps,
-    present_ids,
     read_lines,
     start_crawl,
-    stored_count,
-    summary,
 )
-from tests.tcp_proxy import TcpProxy
+from tests.support.logs import summary
+from tests.support.services import REDIS_URL, mysql_query, stored_count
+from tests.support.tcp_proxy import TcpProxy
 
 #: For runs that are not interrupted and whose rate is not asserted.
 FAST = {"MAX_REQUESTS_PER_SECOND": 1000}
@@ -221,7 +218,7 @@ def test_no_redis_call_blocks_the_reactor_even_when_redis_is_slow(shared, clean_
         # The rate is not what is asserted: a higher one leases more slots per (slow) bucket call.
         settings = {**shared, **FAST,
                     "REDIS_URL": f"redis://127.0.0.1:{proxy.port}/{redis_at.path.lstrip('/') or 0}",
-                    "EXTENSIONS": json.dumps({**EXTENSIONS, "tests.reactor_watch.ReactorWatch": 0})}
+                    "EXTENSIONS": json.dumps({**EXTENSIONS, "tests.support.reactor_watch.ReactorWatch": 0})}
         code, output = finish(start_crawl("-a", f"end_id={end}", settings=settings), timeout=90)
     assert code == 0, output[-3000:]
     assert_pass_complete(mysql_url, end)
@@ -233,7 +230,7 @@ def test_no_redis_call_blocks_the_reactor_even_when_redis_is_slow(shared, clean_
 
 def test_ids_leased_by_a_call_whose_reply_was_lost_are_fetched_all_the_same(shared, clean_simulator,
                                                                            mysql_url):
-    settings = {**shared, "EXTENSIONS": json.dumps({**EXTENSIONS, "tests.lost_lease.LoseALease": 0})}
+    settings = {**shared, "EXTENSIONS": json.dumps({**EXTENSIONS, "tests.support.lost_lease.LoseALease": 0})}
     code, output = finish(start_crawl("-a", "end_id=200", settings=settings), timeout=60)
     assert code == 0, output[-3000:]
     assert_pass_complete(mysql_url, 200)

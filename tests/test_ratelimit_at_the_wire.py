@@ -1,6 +1,6 @@
 """The cap holds where the API counts it, judged by an independent arrival clock.
 
-``tests/arrival_server.py`` time-stamps every request as it is read; it shares
+``tests/support/arrival_server.py`` time-stamps every request as it is read; it shares
 no code with the project's simulator. Each test injects a stall on one side --
 the crawler's reactor blocked for 100-200 ms every 0.7 s, or the API holding
 its answers for 300 ms every 1.2 s -- and asserts, from the arrival record,
@@ -15,14 +15,13 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, run_crawl
-from tests.windows import CAP, assert_within_bounds, settings_for
+from tests.support.crawls import ROOT, crawl_command, crawl_env, run_crawl
+from tests.support.services import REDIS_URL
+from tests.support.stall_extension import STALLS
+from tests.support.windows import CAP, assert_within_bounds, settings_for
 
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing
-
-STALLS = {"EXTENSIONS": '{"tests.stall_extension.ReactorStall": 0}', "STALL_EVERY": 0.7,
-          "STALL_MIN": 0.1, "STALL_MAX": 0.2}
 
 
 def test_a_blocked_reactor_does_not_send_a_catch_up_clump(clean_arrival_server, mysql_url):

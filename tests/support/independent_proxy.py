@@ -60,7 +60,7 @@ class ProxyPy:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> ProxyPy:
-        from tests.conftest import ROOT
+        from tests.support.crawls import ROOT
 
         port_file = self.directory / "port"
         port_file.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.imitations._base import Imitation, json_answer
+from tests.support.imitations._base import Imitation, json_answer
 
 PATH = re.compile(r"/products/([0-9]+)")
 COUNT = 194

@@ -2,7 +2,7 @@
 
 Written from the vendors' public descriptions only (no code shared with
 ``productcrawler`` or ``simulator``); one aiohttp app per format, each on a
-port of its own, all in one subprocess (``python -m tests.imitations.budgets``
+port of its own, all in one subprocess (``python -m tests.support.imitations.budgets``
 prints ``BUDGETS LISTENING name=http://HOST:PORT ...``):
 
 ``x-ratelimit`` (express-rate-limit v5 with its memory store)
@@ -174,7 +174,7 @@ class BudgetServers:
         self.urls: dict[str, str] = {}
 
     def __enter__(self) -> BudgetServers:
-        self.process = subprocess.Popen([sys.executable, "-m", "tests.imitations.budgets"],
+        self.process = subprocess.Popen([sys.executable, "-m", "tests.support.imitations.budgets"],
                                         stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline().strip()

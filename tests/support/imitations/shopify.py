@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.imitations._base import Imitation, json_answer
+from tests.support.imitations._base import Imitation, json_answer
 
 TOKEN = "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"
 PATH = re.compile(r"/admin/api/2024-10/products/([0-9]+)\.json")

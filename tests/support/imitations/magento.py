@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
-from tests.imitations._base import Imitation, json_answer
+from tests.support.imitations._base import Imitation, json_answer
 
 TOKEN = "mg2t0k3n_q8w7e6r5t4y3u2i1o0p9a8s7d6f5"
 PREFIX = "/rest/default/V1/products/"

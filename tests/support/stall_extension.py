@@ -1,6 +1,7 @@
 """A test-only extension that stalls the crawler: it blocks the reactor at intervals.
 
-Enabled in a test crawl with ``-s EXTENSIONS={"tests.stall_extension.ReactorStall": 0}``;
+Enabled in a test crawl by the settings ``STALLS``
+(``EXTENSIONS={"tests.support.stall_extension.ReactorStall": 0}``);
 ``STALL_EVERY`` (seconds between stalls, default 0.7) and ``STALL_MIN`` /
 ``STALL_MAX`` (length of each, default 0.1-0.2 s). Each stall is a
 ``time.sleep`` on the reactor thread, like a long GC pause or a synchronous
@@ -19,6 +20,11 @@ from scrapy import signals
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+
+#: The settings of a crawl whose reactor stalls: the extension on, with its default stalls.
+STALLS = {"EXTENSIONS": '{"tests.support.stall_extension.ReactorStall": 0}', "STALL_EVERY": 0.7,
+          "STALL_MIN": 0.1, "STALL_MAX": 0.2}
 
 
 class ReactorStall:

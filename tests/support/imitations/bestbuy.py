@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.imitations._base import Imitation, json_answer
+from tests.support.imitations._base import Imitation, json_answer
 
 API_KEY = "bbK3yAq7Zx9Wm2Lp5Rt8Vn4C"
 PATH = re.compile(r"/v1/products/([0-9]{7,8})\.json")

@@ -9,17 +9,10 @@ from collections import Counter
 import pytest
 
 from simulator import catalog
-from tests.conftest import CATALOG_VERSION, REDIS_URL, mysql_query
-from tests.helpers import (
-    PRODUCT_COLUMNS,
-    catalogue_row,
-    done_ids,
-    finish,
-    kill_when_stored,
-    start_crawl,
-    summary,
-    wait_until_stored,
-)
+from tests.support.catalogue import CATALOG_VERSION, PRODUCT_COLUMNS, catalogue_row, done_ids
+from tests.support.crawls import finish, kill_when_stored, start_crawl, wait_until_stored
+from tests.support.logs import summary
+from tests.support.services import REDIS_URL, mysql_query
 
 FAST = {"MAX_REQUESTS_PER_SECOND": 1000}
 #: Sparse 13-digit ids (beyond a 32-bit INT), as a Shopify catalogue has.

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.imitations._base import Imitation, json_answer
+from tests.support.imitations._base import Imitation, json_answer
 
 STORE_HASH = "abc123xyz"
 TOKEN = "bc7tok3n8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3"

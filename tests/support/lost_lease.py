@@ -2,7 +2,7 @@
 
 This is what a lease looks like when Redis ran the script but the reply was
 lost (the connection cut mid-call): the ids are leased to this instance in
-Redis, and the instance never got them. Enabled by ``tests/test_passes.py``.
+Redis, and the instance never got them. Enabled by ``tests/test_pass_crawl.py``.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from productcrawler.spiders.products import ProductsSpider
 from productcrawler.storage import database_for
 from productcrawler.storage.database import utcnow
 from productcrawler.storage.pipeline import StoragePipeline
-from tests.helpers import on_reactor_loop
+from tests.support.reactor import on_reactor_loop
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ Control routes (not recorded as arrivals):
 - ``POST /_reset``: the flat shape of version 1, an empty arrival record;
 - ``GET /_arrivals``: ``{"arrivals": [{"time", "method", "path", "query", "headers"}, ...]}``.
 
-Run it as ``python -m tests.imitations.drifting_api``: it listens on port 0 of
+Run it as ``python -m tests.support.imitations.drifting_api``: it listens on port 0 of
 127.0.0.1 and prints ``DRIFTING API LISTENING http://HOST:PORT``.
 """
 
@@ -121,7 +121,7 @@ class DriftingApi:
         self.url = ""
 
     def __enter__(self) -> DriftingApi:
-        self.process = subprocess.Popen([sys.executable, "-m", "tests.imitations.drifting_api"],
+        self.process = subprocess.Popen([sys.executable, "-m", "tests.support.imitations.drifting_api"],
                                         stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline().strip()

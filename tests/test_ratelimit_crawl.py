@@ -14,9 +14,9 @@ import time
 import pytest
 
 from productcrawler.config import burst_for_rate
-from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, run_crawl
-from tests.helpers import finish, start_crawl
-from tests.windows import max_in_window
+from tests.support.crawls import ROOT, crawl_command, crawl_env, finish, run_crawl, start_crawl
+from tests.support.services import REDIS_URL
+from tests.support.windows import max_in_window
 
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing

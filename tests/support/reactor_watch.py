@@ -1,6 +1,6 @@
 """A test-only extension: how long did the reactor go without turning?
 
-Enabled by ``tests/test_passes.py`` through EXTENSIONS in a real crawl. A tick
+Enabled by ``tests/test_pass_crawl.py`` through EXTENSIONS in a real crawl. A tick
 every 10 ms records the longest gap between two ticks, from the moment the
 engine starts until it stops, and one line is printed at the end::
 

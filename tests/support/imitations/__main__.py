@@ -1,4 +1,4 @@
-"""Every imitation in one process: ``python -m tests.imitations``.
+"""Every imitation in one process: ``python -m tests.support.imitations``.
 
 Each API listens on a port of its own (port 0: the OS picks), and a control
 app on one more; the first line printed is ``IMITATIONS {"shopify": port, ...,
@@ -15,13 +15,13 @@ import json
 
 from aiohttp import web
 
-from tests.imitations._base import Imitation
-from tests.imitations.bestbuy import BestBuy
-from tests.imitations.bigcommerce import BigCommerce
-from tests.imitations.dummyjson import DummyJson
-from tests.imitations.magento import Magento
-from tests.imitations.shopify import Shopify
-from tests.imitations.woocommerce import WooCommerce
+from tests.support.imitations._base import Imitation
+from tests.support.imitations.bestbuy import BestBuy
+from tests.support.imitations.bigcommerce import BigCommerce
+from tests.support.imitations.dummyjson import DummyJson
+from tests.support.imitations.magento import Magento
+from tests.support.imitations.shopify import Shopify
+from tests.support.imitations.woocommerce import WooCommerce
 
 IMITATIONS: tuple[type[Imitation], ...] = (Shopify, WooCommerce, BigCommerce, Magento, BestBuy, DummyJson)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 import re
 import shutil
 import subprocess
@@ -31,12 +30,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from redis.cluster import RedisCluster
 
+from tests.support.ports import offset
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-#: Moves every port by this much, so that two checkouts can run the suite at once
-#: on one machine (the default, 0, is what CI and the README use).
-_OFFSET = int(os.environ.get("TEST_SERVER_PORT_OFFSET", "0"))
+#: Moves every port so that two checkouts, and pytest-xdist's workers, have ports of their own.
+_OFFSET = offset()
 MARIADB_TLS_PORT = 27306 + _OFFSET
 REDIS_TLS_PORT = 27379 + _OFFSET
 CLUSTER_PORTS = tuple(port + _OFFSET for port in (27001, 27002, 27003))

@@ -1,6 +1,6 @@
 """A small crawl on another Twisted reactor than the tests' (one reactor per process): run it as a script.
 
-``python tests/other_reactor_crawl.py SETTINGS_JSON URL...`` crawls the URLs
+``python tests/support/other_reactor_crawl.py SETTINGS_JSON URL...`` crawls the URLs
 with those settings (``"TWISTED_REACTOR": null`` is Twisted's own default
 reactor, without asyncio) and prints one JSON line: ``outcomes`` (each URL's
 status, or the name of the exception its errback got), ``downloader`` (the

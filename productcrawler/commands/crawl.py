@@ -16,6 +16,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.crawler import AsyncCrawlerProcess
 
 from productcrawler.config import ConfigError
 from productcrawler.monitoring import stat_keys
@@ -51,13 +52,16 @@ class Command(ScrapyCrawlCommand):
         if args == ["products"] and feeds:
             for options in feeds.values():
                 options.setdefault("item_classes", PRODUCT_FEED_ITEMS)
-            self.settings.set("FEEDS", feeds, priority=self.settings.getpriority("FEEDS"))
+            priority = self.settings.getpriority("FEEDS")
+            assert priority is not None  # FEEDS is among Scrapy's default settings
+            self.settings.set("FEEDS", feeds, priority=priority)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or args[0] != "products":
             super().run(args, opts)
             return
-        assert self.crawler_process is not None
+        # Scrapy's choice for the asyncio reactor (settings.py): its crawl() is an asyncio task.
+        assert isinstance(self.crawler_process, AsyncCrawlerProcess)
         crawler = self._create_crawler(args[0])
         if self.json_logging is not None:
             self.json_logging.attach(crawler)

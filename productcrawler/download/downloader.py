@@ -53,7 +53,7 @@ class LeanDownloader(Downloader):
         #: Requests waiting for a place in a full slot, and the future that gives them one.
         self._waiting: dict[Slot, deque[tuple[Request, asyncio.Future[None]]]] = {}
 
-    def fetch(self, request: Request, spider: Any = None) -> Deferred[Response | Request]:  # type: ignore[override]
+    def fetch(self, request: Request, spider: Any = None) -> Deferred[Response | Request]:
         if spider is not None:  # as Scrapy's fetch() does
             warnings.warn("Passing a spider to Downloader.fetch() is deprecated", ScrapyDeprecationWarning,
                           stacklevel=2)

@@ -51,7 +51,7 @@ import logging
 import ssl
 import time
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import aiohttp
 import yarl
@@ -86,7 +86,7 @@ def _scrapy_error(error: BaseException, request: Request, timeout: float) -> Exc
     return scrapy_error(error, message)
 
 
-def _raise(error: Exception, cause: BaseException, auth: ApiAuth | None) -> None:
+def _raise(error: Exception, cause: BaseException, auth: ApiAuth | None) -> NoReturn:
     """Raise ``error`` (from ``cause``); sent with a credential, with any form of it in the message masked.
 
     aiohttp's own error (the cause) may quote the URL sent, key and all: it is
@@ -158,7 +158,8 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
                 request.method, url, data=request.body or None, headers=headers,
                 timeout=self._timeout(timeout), ssl=self._ssl_for(request), allow_redirects=False,
                 proxy=self._extract_proxy_url_with_creds(request),
-            ) as response:
+            ) as sent:
+                response = cast("_ClientResponse", sent)  # the session's response_class
                 meta["download_latency"] = time.monotonic() - max(started, meta.get(WRITE_STARTED, started))
                 received = self._extract_headers(response)
                 body, flags = await self._read_body(response, request, received)
@@ -177,7 +178,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
                 timeout=aiohttp.ClientTimeout(total=timeout), ssl=self._ssl_context, allow_redirects=False,
                 proxy=self._extract_proxy_url_with_creds(request),
             ) as response:
-                yield response  # type: ignore[misc]
+                yield cast("_ClientResponse", response)  # the session's response_class
         except (TimeoutError, aiohttp.ClientError) as error:
             _raise(_scrapy_error(error, request, timeout), error, auth)
 
@@ -217,8 +218,9 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         expected = response.content_length
         if maxsize and expected and expected > maxsize:
             self._cancel_maxsize(expected, maxsize, request, expected=True)
-        warned = bool(warnsize and expected and expected > warnsize)
-        if warned:
+        warned = False
+        if warnsize and expected and expected > warnsize:
+            warned = True
             logger.warning(get_warnsize_msg(expected, warnsize, request, expected=True))
         chunks: list[bytes] = []
         received = 0

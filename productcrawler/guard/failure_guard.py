@@ -275,7 +275,8 @@ class WholesaleFailureGuard:
 
     def _release_if_idle(self) -> None:
         """Nothing in flight can break or extend the open streaks: settle what they hold."""
-        drift_holding = self.field_drift is not None and self.field_drift.holding
+        drift = self.field_drift
+        drift_holding = drift is not None and drift.holding
         if not drift_holding and not any(streak.held for streak in self._streaks):
             return
         if self.crawler.engine.downloader.active:
@@ -283,8 +284,8 @@ class WholesaleFailureGuard:
         if not self.crawler.crawling:  # an operator's stop: the next run fetches them again
             self._drop_all("the crawl was stopped")
             return
-        if drift_holding:
-            self.field_drift.settle_idle()
+        if drift is not None and drift_holding:
+            drift.settle_idle()
         retries_pending = monotonic() < self._retries_due + RETRY_DUE_SLACK
         for streak in self._streaks:
             if not (streak is self._no_answer and retries_pending):

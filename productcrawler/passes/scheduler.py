@@ -48,6 +48,7 @@ from productcrawler import signals as our_signals
 from productcrawler.config.defaults import HEARTBEAT_INTERVAL
 from productcrawler.monitoring import stat_keys
 from productcrawler.monitoring.instruments import instruments_for
+from productcrawler.monitoring.stats import add_seconds
 from productcrawler.passes import pass_for
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
 from productcrawler.passes.calls import PassCalls
@@ -163,7 +164,7 @@ class PassScheduler(BaseScheduler):
         delay = float(request.meta.pop(RETRY_DELAY, 0) or 0)
         if delay > 0:
             self.stats.inc_value(stat_keys.RETRY_DELAYED)
-            self.stats.inc_value(stat_keys.RETRY_DELAY_SECONDS, delay)
+            add_seconds(self.stats, stat_keys.RETRY_DELAY_SECONDS, delay)
         position = request.meta[POSITION]
         self._settled(request.meta["product_id"], position)
         self._unpushed.append((Entry(position, request.meta.get("retry_times", 0)), delay))

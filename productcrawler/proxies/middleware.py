@@ -49,6 +49,7 @@ from productcrawler.download.errors import exception_reason, tunnel_refusal
 from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS, WholesaleFailureGuard
 from productcrawler.guard.streaks import PROXIES_DOWN
 from productcrawler.monitoring import stat_keys
+from productcrawler.monitoring.stats import add_seconds
 from productcrawler.proxies import GATEWAY_STATUSES, META_ABANDONED, META_PROXY
 from productcrawler.proxies.blame import (
     META_AVOID,
@@ -121,7 +122,7 @@ class ProxyMiddleware:
                                         socket_connect_timeout=REDIS_TIMEOUT)
             book = RedisHealthBook(client, key_prefix=crawl.redis_key_prefix,
                                    keys=[p.key for p in config.proxies], policy=config.policy)
-        limiters = None
+        limiters: list[RateLimiter] | None = None
         rate = config.max_requests_per_second
         if rate is not None:
             burst = burst_for_rate(rate)
@@ -178,7 +179,7 @@ class ProxyMiddleware:
                 request.meta[META_ABANDONED] = True
                 raise IgnoreRequest("the crawl is stopping and no proxy is usable")
             await sleep(min(SYNC_INTERVAL, max(0.01, self.pool.seconds_until_one_is_back())))
-        self.stats.inc_value(stat("all_resting_wait_seconds"), time.monotonic() - started, start=0.0)
+        add_seconds(self.stats, stat("all_resting_wait_seconds"), time.monotonic() - started)
         return proxy
 
     def _stop_if_waiting_cannot_help(self) -> None:

@@ -26,7 +26,7 @@ from productcrawler.redis_lua import lua_script
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    import redis.asyncio
+    from productcrawler.redis_connection import AsyncClient
 
 #: Seconds the hash outlives the last call: a pool idle for an hour starts afresh.
 KEY_TTL = 3600
@@ -35,7 +35,7 @@ SYNC_SCRIPT = lua_script("productcrawler.proxies", "health_sync.lua")
 
 
 class RedisHealthBook:
-    def __init__(self, client: redis.asyncio.Redis, *, key_prefix: str, keys: Sequence[str],
+    def __init__(self, client: AsyncClient, *, key_prefix: str, keys: Sequence[str],
                  policy: HealthPolicy, clock: Callable[[], float] = time.monotonic,
                  rng: random.Random | None = None) -> None:
         self.client = client
@@ -53,8 +53,8 @@ class RedisHealthBook:
 
     async def sync(self, deltas: Sequence[tuple[int, int]]) -> Snapshot:
         p = self.policy
-        args: list[object] = [repr(SCORE_MAX), repr(p.success), repr(p.failure), repr(p.minimum),
-                              repr(p.rest_base), repr(p.rest_max), KEY_TTL]
+        args: list[str | int] = [repr(SCORE_MAX), repr(p.success), repr(p.failure), repr(p.minimum),
+                                 repr(p.rest_base), repr(p.rest_max), KEY_TTL]
         for key, (successes, failures) in zip(self.keys, deltas):
             args += [key, successes, failures, repr(self.rng.random())]
         started = self.clock()

@@ -65,6 +65,7 @@ from scrapy.utils.misc import load_object
 
 from productcrawler.config import ConfigError, crawl_config, mask_url
 from productcrawler.monitoring import stat_keys
+from productcrawler.monitoring.stats import add_seconds
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED, BudgetPacer
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
@@ -224,7 +225,7 @@ class RateLimitMiddleware:
         request.meta[META_GRANTED_AT] = reservation.granted_at
         if slept:
             self.stats.inc_value(stat_keys.RATELIMIT_WAITS)
-        self.stats.inc_value(stat_keys.RATELIMIT_WAIT_SECONDS, now - entered, start=0.0)
+        add_seconds(self.stats, stat_keys.RATELIMIT_WAIT_SECONDS, now - entered)
         self._record_send(now)
         return reservation.deadline
 
@@ -242,7 +243,7 @@ class RateLimitMiddleware:
         self.stats.inc_value(stat_keys.RATELIMIT_LATE_CONNECTIONS)
         reservation, _ = await self._wait()
         request.meta[META_GRANTED_AT] = reservation.granted_at
-        self.stats.inc_value(stat_keys.RATELIMIT_WAIT_SECONDS, time.monotonic() - entered, start=0.0)
+        add_seconds(self.stats, stat_keys.RATELIMIT_WAIT_SECONDS, time.monotonic() - entered)
         return reservation.deadline
 
     async def _wait(self) -> tuple[Reservation, bool]:

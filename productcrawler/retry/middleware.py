@@ -88,14 +88,18 @@ class ApiRetryMiddleware(RetryMiddleware):
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler, RetryPolicy.from_crawler(crawler))
 
-    def process_response(self, request: Request, response: Response) -> Request | Response:
+    def process_response(  # type: ignore[override]  # without the spider argument Scrapy 2.14 deprecates
+        self, request: Request, response: Response
+    ) -> Request | Response:
         status = response.status
         if request.meta.get("dont_retry", False) or status not in self.retry_http_codes:
             return response
         retry_after = self.policy.retry_after(response)
         return self._retry_later(request, f"http_{status}", retry_after, status) or response
 
-    def process_exception(self, request: Request, exception: Exception) -> Request | None:
+    def process_exception(  # type: ignore[override]  # without the spider argument Scrapy 2.14 deprecates
+        self, request: Request, exception: Exception
+    ) -> Request | None:
         if request.meta.get("dont_retry", False) or not isinstance(exception, self.exceptions_to_retry):
             return None
         return self._retry_later(request, exception_reason(exception), None, None)

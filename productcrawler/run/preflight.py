@@ -14,7 +14,7 @@ from productcrawler.ids import RangeIds
 from productcrawler.passes.redis_pass import refusal, refused
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.ratelimit.middleware import check_handlers, rate_limit_enabled
-from productcrawler.redis_connection import is_cluster, redis_client
+from productcrawler.redis_connection import is_cluster, redis_client, reply_text
 from productcrawler.spiders.products import FRESH_WORDS
 from productcrawler.storage.migrate import refuse_id_type
 from productcrawler.storage.target import DatabaseTarget
@@ -113,8 +113,12 @@ def _check_shared_pass(config: CrawlConfig) -> None:
                                                 ["id", "status", "ids"])
     finally:
         client.close()
-    if status == b"running" and refused((running or b"").decode(), ids.descriptor):
-        raise ConfigError(refusal(int(pass_id), (running or b"").decode(), ids))
+    if status != b"running":
+        return
+    running_ids = reply_text(running or b"")
+    if refused(running_ids, ids.descriptor):
+        assert pass_id is not None  # the pass's hash always has its id
+        raise ConfigError(refusal(int(pass_id), running_ids, ids))
 
 
 def _cluster_enabled(client: Any) -> bool:

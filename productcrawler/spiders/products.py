@@ -158,6 +158,7 @@ class ProductsSpider(Spider):
     def on_error(self, failure: Failure) -> list[FailureItem]:
         request = failure.request  # type: ignore[attr-defined]
         error = failure.value
+        assert error is not None  # set by every Failure's constructor
         if request.meta.get(META_ABANDONED):
             return []  # given up by the proxy pool on an operator's stop: the id stays pending
         # The wholesale-failure guard counts ids that never got an answer (guard/failure_guard.py).

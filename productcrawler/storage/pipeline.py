@@ -142,6 +142,7 @@ class StoragePipeline:
         from twisted.python.failure import Failure
 
         if isinstance(result, Failure):
+            assert result.type is not None and result.value is not None  # set by every Failure's constructor
             if result.check(DatabaseUnavailable):
                 self._give_up(result.value)
             else:

@@ -11,17 +11,18 @@ environment to fill in the project-level value, which ``-s`` overrides.
   ``PRODUCT_FIELDS``), ``ConfigError``, :func:`mask_url`, :func:`mask_credentials` and
   :func:`password_hint`;
 * :mod:`.crawl` — :class:`CrawlConfig`, the whole contract parsed and
-  validated, once per crawler through :func:`crawl_config`.
+  validated; a crawler's components share one, ``crawl_context(crawler).config``
+  (:mod:`productcrawler.run.context`).
 
-Components never read these names with raw ``settings.get``: they call
-``crawl_config(crawler)``, which raises ``ConfigError`` (a ``ValueError``)
-naming the setting and the offending value, passwords masked.
+Components never read these names with raw ``settings.get``: they read the
+crawler's ``CrawlConfig``, whose parsing raises ``ConfigError`` (a
+``ValueError``) naming the setting and the offending value, passwords masked.
 
 The names below are re-exported so that every component imports the contract
 from one place, ``productcrawler.config``, whichever module defines a name.
 """
 
-from productcrawler.config.crawl import CrawlConfig, api_timeout, burst_for_rate, crawl_config, max_retries
+from productcrawler.config.crawl import CrawlConfig, api_timeout, burst_for_rate, max_retries
 from productcrawler.config.defaults import DEFAULTS, SIMULATOR_BASE_URL, SIMULATOR_PORT, from_environment
 from productcrawler.config.values import REDIS_SCHEMES, ConfigError, mask_credentials, mask_url, password_hint
 
@@ -34,7 +35,6 @@ __all__ = [
     "CrawlConfig",
     "api_timeout",
     "burst_for_rate",
-    "crawl_config",
     "from_environment",
     "mask_credentials",
     "mask_url",

@@ -1,9 +1,9 @@
-"""``CrawlConfig``: the contract parsed and validated, once per crawler (:func:`crawl_config`).
+"""``CrawlConfig``: the contract parsed and validated.
 
-Components never read the contract's names with raw ``settings.get``: they
-call ``crawl_config(crawler)``, which raises ``ConfigError`` naming the setting
-and the offending value. The defaults are in :mod:`.defaults`, the checks of
-single values in :mod:`.values`.
+A crawler's components share one, built once (``crawl_context(crawler).config``,
+:mod:`productcrawler.run.context`); parsing raises ``ConfigError`` naming the
+setting and the offending value. The defaults are in :mod:`.defaults`, the
+checks of single values in :mod:`.values`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from productcrawler.ids.idfile import MAX_INT_ID, IdFile, IdFileError, scanned
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
 #: The tables' product_id is a signed BIGINT: a larger id could not be stored.
@@ -330,9 +329,6 @@ class CrawlConfig:
         return f"API_BASE_URL ({mask_url(self.api_base_url)})"
 
 
-_ATTRIBUTE = "_productcrawler_config"
-
-
 def _id_list(get: Callable[[str], Any], ids: Any, *, given_range: bool,
              id_type: str) -> tuple[IdFile | None, bool]:
     """PRODUCT_IDS (or the spider argument ``ids``): (the scanned id file, or None; failed ids only)."""
@@ -352,15 +348,3 @@ def _id_list(get: Callable[[str], Any], ids: Any, *, given_range: bool,
     except IdFileError as error:
         raise ConfigError(f"{name}={raw!r}: {path}: {error}") from None
 
-
-def crawl_config(crawler: Crawler, *, start_id: Any = None, end_id: Any = None, ids: Any = None) -> CrawlConfig:
-    """The crawler's configuration, parsed and validated once and shared by every component.
-
-    The spider is built first and passes its ``start_id``/``end_id``/``ids``
-    arguments; every component built after it gets the same object.
-    """
-    config = getattr(crawler, _ATTRIBUTE, None)
-    if config is None or start_id is not None or end_id is not None or ids is not None:
-        config = CrawlConfig.from_settings(crawler.settings, start_id=start_id, end_id=end_id, ids=ids)
-        setattr(crawler, _ATTRIBUTE, config)
-    return config

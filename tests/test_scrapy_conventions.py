@@ -323,6 +323,11 @@ def test_settings_py_holds_no_name_of_the_contract():
     assert not set(DEFAULTS) & set(vars(module))
 
 
+def test_scrapy_settings_shows_the_contract_as_a_crawl_has_it():
+    result = run_scrapy("settings", "--get", "MAX_RETRIES", env=crawl_env(MAX_RETRIES="7"))
+    assert (result.returncode, result.stdout.strip()) == (0, "7"), result.stderr[-2000:]
+
+
 # -- the API key goes to the API only ---------------------------------------------------
 
 

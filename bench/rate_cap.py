@@ -35,7 +35,7 @@ from _common import (  # noqa: E402
 )
 
 from productcrawler.config import CrawlConfig  # noqa: E402
-from tests.arrival_server import ArrivalServer  # noqa: E402
+from tests.support.arrival_server import ArrivalServer  # noqa: E402
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

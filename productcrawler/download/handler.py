@@ -63,8 +63,9 @@ from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from scrapy.utils._download_handlers import get_dataloss_msg, get_warnsize_msg
 
-from productcrawler.config import crawl_config, mask_credentials
+from productcrawler.config import mask_credentials
 from productcrawler.download.errors import scrapy_error
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -120,7 +121,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._addresses: dict[str, IPv4Address | IPv6Address] = {}
         self._response_classes: dict[tuple[bytes | None, bytes | None], type[Response]] = {}
-        self._auth: ApiAuth | None = crawl_config(crawler).api_auth
+        self._auth: ApiAuth | None = crawl_context(crawler).config.api_auth
 
     async def download_request(self, request: Request) -> Response:
         if self._tls_verbose_logging or request.meta.get("bindaddress") or self._download_watched():

@@ -47,14 +47,13 @@ from scrapy.utils.defer import deferred_from_coro
 from productcrawler import signals as our_signals
 from productcrawler.config.defaults import HEARTBEAT_INTERVAL
 from productcrawler.monitoring import stat_keys
-from productcrawler.monitoring.instruments import instruments_for
 from productcrawler.monitoring.stats import add_seconds
-from productcrawler.passes import pass_for
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
 from productcrawler.passes.calls import PassCalls
 from productcrawler.retry.policy import RESEND_NOW
 from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 from productcrawler.retry.scheduler import DelayingScheduler
+from productcrawler.run.context import crawl_context
 from productcrawler.spiders.products import ProductsSpider
 
 if TYPE_CHECKING:
@@ -93,7 +92,7 @@ class PassScheduler(BaseScheduler):
         self._unpushed: list[tuple[Entry, float]] = []
         self._starved = False  # the engine asked and got nothing
         self._last_beat = (time.time(), 0)
-        self._calls = PassCalls(crawl_pass, crawler.stats, instruments_for(crawler).redis_call_duration)
+        self._calls = PassCalls(crawl_pass, crawler.stats, crawl_context(crawler).instruments.redis_call_duration)
         crawler.signals.connect(self._committed, signal=our_signals.outcomes_committed)
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
 
@@ -102,7 +101,7 @@ class PassScheduler(BaseScheduler):
         if not isinstance(crawler.spider, ProductsSpider):
             # Another spider of the project (one-URL commands, benchmarks): no pass.
             return DelayingScheduler.from_crawler(crawler)
-        return cls(crawler, pass_for(crawler))
+        return cls(crawler, crawl_context(crawler).crawl_pass)
 
     # opening and closing
 

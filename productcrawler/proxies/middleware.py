@@ -44,9 +44,9 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro
 
-from productcrawler.config import burst_for_rate, crawl_config, mask_url
+from productcrawler.config import burst_for_rate, mask_url
 from productcrawler.download.errors import exception_reason, tunnel_refusal
-from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS, WholesaleFailureGuard
+from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS
 from productcrawler.guard.streaks import PROXIES_DOWN
 from productcrawler.monitoring import stat_keys
 from productcrawler.monitoring.stats import add_seconds
@@ -70,6 +70,7 @@ from productcrawler.ratelimit.wait import wait_for_fresh_slot
 from productcrawler.redis_connection import async_redis_client
 from productcrawler.retry.policy import RESEND_NOW
 from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from typing import Self
@@ -101,7 +102,7 @@ class ProxyMiddleware:
         self._all_resting_logged = False
         self._answered = False  # any answer but a 407 through any proxy, in this run
         self._stopping = False  # the guard stopped the crawl: waiters give up
-        crawl = crawl_config(crawler)
+        crawl = crawl_context(crawler).config
         self.outage = ProxyOutage(config.proxies, enabled=crawl.guard_no_answers > 0,
                                   seconds=crawl.guard_no_answers_seconds)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -112,7 +113,7 @@ class ProxyMiddleware:
         config = ProxyConfig.from_settings(crawler.settings)
         if config is None:
             raise NotConfigured
-        crawl = crawl_config(crawler)
+        crawl = crawl_context(crawler).config
         book: HealthBook
         client = None
         if crawl.redis_url is None:
@@ -185,7 +186,7 @@ class ProxyMiddleware:
     def _stop_if_waiting_cannot_help(self) -> None:
         if not self._answered and self.pool.all_refused_credentials():
             self._stop_for_credentials()
-        elif WholesaleFailureGuard.of(self.crawler) is not None and (diagnosis := self.outage.diagnosis()):
+        elif crawl_context(self.crawler).guard is not None and (diagnosis := self.outage.diagnosis()):
             self._stop(PROXIES_DOWN, diagnosis)
 
     def _stop_for_credentials(self) -> None:
@@ -196,7 +197,7 @@ class ProxyMiddleware:
 
     def _stop(self, kind: str, diagnosis: str) -> None:
         self._stopping = True
-        guard = WholesaleFailureGuard.of(self.crawler)
+        guard = crawl_context(self.crawler).guard
         if guard is not None:
             guard.stop_for(kind, diagnosis)
         else:  # GUARD_ENABLED off: wrong credentials still stop (exit 3) rather than wait forever

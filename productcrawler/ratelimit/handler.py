@@ -41,7 +41,8 @@ from scrapy.core.downloader.handlers._aiohttp import _ClientResponse
 
 from productcrawler.download.handler import WRITE_STARTED, LeanAiohttpDownloadHandler
 from productcrawler.monitoring.request_timing import SENT_AT
-from productcrawler.ratelimit.middleware import rate_limit_enabled, rate_limit_of
+from productcrawler.ratelimit.middleware import rate_limit_enabled
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -66,7 +67,7 @@ class PacedDownloadMixin:
     _unpaced_logged: bool = False
 
     async def download_request(self, request: Request) -> Response:
-        limit = rate_limit_of(self.crawler)
+        limit = crawl_context(self.crawler).rate_limit
         if limit is None:
             if not self._unpaced_logged and rate_limit_enabled(self.crawler.settings):
                 self._unpaced_logged = True

@@ -56,20 +56,20 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
-from productcrawler.config import ConfigError, crawl_config, mask_url
+from productcrawler.config import ConfigError, mask_url
 from productcrawler.monitoring import stat_keys
 from productcrawler.monitoring.stats import add_seconds
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED, BudgetPacer
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
 from productcrawler.ratelimit.wait import wait_for_fresh_slot
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     # typing.Self requires Python 3.11
@@ -88,15 +88,6 @@ ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 META_GRANTED_AT = "ratelimit_granted_at"  # when the bucket granted this request's slot
 EFFECTIVE_RATE_INTERVAL = 1.0  # seconds between updates of the effective_rate stat
 PACING_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"
-
-# The limiter of each running crawler, for its download handler to wait on.
-_LIMITS: weakref.WeakKeyDictionary[Crawler, RateLimitMiddleware] = weakref.WeakKeyDictionary()
-
-
-def rate_limit_of(crawler: Crawler) -> RateLimitMiddleware | None:
-    """The crawler's rate limit, or None when it has none (RATE_LIMIT_ENABLED=False)."""
-    return _LIMITS.get(crawler)
-
 
 def rate_limit_enabled(settings: BaseSettings) -> bool:
     try:
@@ -166,7 +157,8 @@ class RateLimitMiddleware:
         if not rate_limit_enabled(crawler.settings):
             raise NotConfigured
         check_handlers(crawler.settings)
-        config = crawl_config(crawler)
+        context = crawl_context(crawler)
+        config = context.config
         rate, burst = config.max_requests_per_second, config.rate_limit_burst
         limiter: RateLimiter
         if config.redis_url is None:
@@ -178,7 +170,8 @@ class RateLimitMiddleware:
                                                 rate=rate, burst=burst)
             logger.debug("Rate limit shared through %s", mask_url(config.redis_url))
         middleware = cls(crawler, limiter, BudgetPacer.from_config(crawler.stats, config))
-        _LIMITS[crawler] = middleware
+        # The download handler waits on it for every request.
+        context.rate_limit = middleware
         return middleware
 
     @property

@@ -268,7 +268,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         return Headers(response.raw_headers)
 
     def _build_base_response_args(self, response: _ClientResponse, request: Request,  # type: ignore[override]
-                                  headers: Headers) -> Any:
+                                  headers: Headers) -> Any:  # Scrapy's is a staticmethod; ours reads self
         version = response.version
         if response._ssl_object is not None:
             certificate = response._ssl_object.getpeercert(binary_form=True)

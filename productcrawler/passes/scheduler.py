@@ -97,7 +97,7 @@ class PassScheduler(BaseScheduler):
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]
+    def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]  # other spiders get Scrapy's
         if not isinstance(crawler.spider, ProductsSpider):
             # Another spider of the project (one-URL commands, benchmarks): no pass.
             return DelayingScheduler.from_crawler(crawler)
@@ -198,7 +198,7 @@ class PassScheduler(BaseScheduler):
         if not self._leased:
             return None
         entry, product_id = self._leased.popleft()
-        request = self.spider.make_request(product_id)  # type: ignore[union-attr]
+        request = self.spider.make_request(product_id)  # type: ignore[union-attr]  # a ProductsSpider, set in open()
         request.meta[POSITION] = entry.position
         positions = self._in_flight.get(product_id)
         if positions is None:

@@ -73,13 +73,13 @@ class PacedDownloadMixin:
                 self._unpaced_logged = True
                 logger.error("RATE_LIMIT_ENABLED is on but RateLimitMiddleware is not in "
                              "DOWNLOADER_MIDDLEWARES: requests are sent without a rate limit")
-            return await super().download_request(request)  # type: ignore[misc]
+            return await super().download_request(request)  # type: ignore[misc]  # a mixin: the handler it is mixed into has it
         deadline = await limit.wait_for_slot(request)
         if SENT_AT in request.meta:  # metrics on: the latency starts at the send, not the wait
             request.meta[SENT_AT] = time.monotonic()
         sending = _SENDING.set((limit, request, deadline))
         try:
-            return await super().download_request(request)  # type: ignore[misc]
+            return await super().download_request(request)  # type: ignore[misc]  # a mixin: the handler it is mixed into has it
         finally:
             _SENDING.reset(sending)
 

@@ -156,7 +156,7 @@ class ProductsSpider(Spider):
         return [item]
 
     def on_error(self, failure: Failure) -> list[FailureItem]:
-        request = failure.request  # type: ignore[attr-defined]
+        request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's Failure
         error = failure.value
         assert error is not None  # set by every Failure's constructor
         if request.meta.get(META_ABANDONED):

@@ -15,6 +15,7 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING
 
+from scrapy.addons import AddonManager
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import AsyncCrawlerProcess
 
@@ -40,6 +41,9 @@ class Command(ScrapyCrawlCommand):
         assert self.settings is not None
         # Here, before Scrapy sets up logging and installs the reactor (the process is created
         # after this): a configuration error exits before anything, an event loop included, exists.
+        # The contract's environment values come from the add-on (config/addon.py), which the
+        # crawler process applies only later; the start-up checks need them now.
+        AddonManager.load_pre_crawler_settings(self.settings)
         try:
             if json_requested(self.settings):
                 self.json_logging = JsonLogging.install(self.settings)

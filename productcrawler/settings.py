@@ -147,13 +147,6 @@ DOWNLOAD_HANDLERS = {
     "https": "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler",
 }
 
-# Scrapy's downloader, but a request whose download slot can send it at once
-# (no delay, a free place, nobody queued: every request of this one-host crawl)
-# is sent from the task that fetches it, without Scrapy's queue hand-off (a
-# Deferred, a Future and a task per response). Delays, concurrency limits and
-# signals as documented (productcrawler/download/downloader.py).
-DOWNLOADER = "productcrawler.download.downloader.LeanDownloader"
-
 # A product is a few KB; anything above 1 MB is not a product.
 DOWNLOAD_MAXSIZE = 1024 * 1024
 DOWNLOAD_WARNSIZE = 256 * 1024

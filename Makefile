@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # pytest-xdist workers for the tests that do not measure time (see `test`).
 TEST_WORKERS ?= 2
 
-.PHONY: demo test setup test-tools
+.PHONY: demo test setup test-tools lint
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ setup: $(BIN)/.installed
 # Pushgateway): checked, and installed from Debian's packages where missing.
 test-tools:
 	bash scripts/test-tools.sh
+
+# Static checks, as CI runs them before the tests: ruff, then mypy (both configured in pyproject.toml).
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 demo: setup
 	$(BIN)/python scripts/demo.py

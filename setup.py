@@ -11,6 +11,7 @@ setup(
     name="productcrawler",
     version="1.0",
     packages=find_packages(include=["productcrawler", "productcrawler.*"]),
-    package_data={"productcrawler.ratelimit": ["lua/*.lua"]},
+    package_data={package: ["lua/*.lua"] for package in
+                  ("productcrawler.passes", "productcrawler.proxies", "productcrawler.ratelimit")},
     entry_points={"scrapy": ["settings = productcrawler.settings"]},
 )

@@ -4,7 +4,7 @@ Run by hand (not in CI), alone on the machine if possible::
 
     .venv/bin/python bench/budget_headers.py [--seconds 5] [--runs 1]
 
-Each format's imitation (tests/imitations/budgets.py) enforces its quota by its
+Each format's imitation (tests/support/imitations/budgets.py) enforces its quota by its
 own clock; a crawl of ``seconds`` x the budget ids runs with
 ``RATE_LIMIT_HEADERS=auto`` and with ``RATE_LIMIT_HEADERS=off`` (the crawler
 without header pacing: the cap, the 429 halving and Retry-After only), with
@@ -26,7 +26,7 @@ import pymysql
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.imitations.budgets import BUDGETS, BudgetServers, rate_of  # noqa: E402
+from tests.support.imitations.budgets import BUDGETS, BudgetServers, rate_of  # noqa: E402
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 MYSQL = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}

@@ -1,6 +1,6 @@
 """CPU per response: the project's crawl under setting variants, each run beside stock Scrapy.
 
-Usage (from /work/main)::
+Usage (from the repository root)::
 
     .venv/bin/python bench/cpu.py --list                   # the variants and their settings
     .venv/bin/python bench/cpu.py --variants ours          # ~3 min: 5,000 ids, 3 rounds

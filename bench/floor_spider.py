@@ -13,10 +13,11 @@ extension points come to the CPU per product of the aiohttp crawler (which
 also writes MySQL and Redis)? It is a low floor, not a proven minimum: it
 keeps Scrapy's default scheduler, the standard library's JSON decoder and the
 project's concurrency. Run by ``bench/peers.py --crawlers floor,...``;
-alone, from outside the project so that no project setting applies::
+alone, from outside the project so that no project setting applies (``$REPO`` is
+the repository root)::
 
-    cd /tmp && PYTHONPATH=/work/main /work/main/.venv/bin/scrapy runspider \
-        /work/main/bench/floor_spider.py -a base_url=http://127.0.0.1:8931/v1 -a end_id=20000 \
+    cd /tmp && PYTHONPATH=$REPO $REPO/.venv/bin/scrapy runspider \
+        $REPO/bench/floor_spider.py -a base_url=http://127.0.0.1:8931/v1 -a end_id=20000 \
         -s ASYNCIO_EVENT_LOOP=uvloop.Loop
 
 (The event loop is a command-line setting: ``runspider`` installs the reactor

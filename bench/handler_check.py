@@ -1,6 +1,6 @@
 """Does a download handler change what the crawl records? The same faults, two handlers, compared.
 
-Usage (from /work/main; under a minute)::
+Usage (from the repository root; under a minute)::
 
     .venv/bin/python bench/handler_check.py      # the project's lean handler against Scrapy's aiohttp one
 

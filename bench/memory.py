@@ -1,6 +1,6 @@
 """Memory at scale: the crawler's RSS over a 1,000,000-id range, and Redis per 1,000,000-id pass.
 
-Usage (from /work/main; about 4 minutes with the defaults)::
+Usage (from the repository root; about 4 minutes with the defaults)::
 
     .venv/bin/python bench/memory.py                      # RSS and Redis parts
     .venv/bin/python bench/memory.py --part rss --seconds 60 --peers

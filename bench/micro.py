@@ -1,6 +1,6 @@
 """Microbenchmarks: the per-response cost of the small items, too small for end-to-end runs to resolve.
 
-Usage (from /work/main; ~20 s)::
+Usage (from the repository root; ~20 s)::
 
     .venv/bin/python bench/micro.py
 

@@ -1,6 +1,6 @@
 """This project beside its peers, on one simulator, in one run.
 
-Usage (from /work/main; about 6-8 minutes with the defaults)::
+Usage (from the repository root; about 6-8 minutes with the defaults)::
 
     .venv/bin/python bench/peers.py                        # 20,000 ids, unthrottled and at 500/s
     .venv/bin/python bench/peers.py --ids 5000 --modes unthrottled --crawlers ours,aiohttp

@@ -11,6 +11,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def main() -> int:
     parser = argparse.ArgumentParser()
@@ -49,7 +51,7 @@ def _name(frame: str, by: str) -> str:
     function, path = match.group(1), match.group(2)
     short = re.sub(r".*site-packages/", "", path)
     short = re.sub(r".*/lib/python3\.\d+/", "stdlib/", short)
-    short = re.sub(r".*/work/main/", "", short)
+    short = short.removeprefix(f"{ROOT}/")
     return short if by == "file" else f"{function} ({short})"
 
 

@@ -5,9 +5,9 @@ Usage (from the repository root; about 1.5 minutes per run at the defaults)::
     .venv/bin/python bench/rate_cap.py                           # 20,000 ids at 500/s, 1 and 3 instances, 3 runs
     .venv/bin/python bench/rate_cap.py --ids 10000 --rate 300 --instances 1,3 --runs 1
 
-The judge is ``tests/arrival_server.py``, a raw-asyncio HTTP server written
-apart from the project's simulator, which time-stamps each request as soon as
-it is read. Per run it reports the achieved rate (requests / span of
+The judge is ``tests/support/arrival_server.py``, a raw-socket HTTP server written
+apart from the project's simulator, which takes each request's arrival time
+from the kernel (``SO_TIMESTAMPNS``). Per run it reports the achieved rate (requests / span of
 arrivals), the busiest sliding 1-s and 100-ms windows against their bounds
 (cap + burst, cap/10 + burst), the wall time and the ids with no outcome
 (must be 0). Every run, one instance or several, uses Redis and MySQL.
@@ -35,7 +35,7 @@ from _common import (  # noqa: E402
 )
 
 from productcrawler.config import CrawlConfig  # noqa: E402
-from tests.arrival_server import ArrivalServer  # noqa: E402
+from tests.support.arrival_server import ArrivalServer  # noqa: E402
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

@@ -2,9 +2,9 @@
 
 Fetches ``{base_url}/product/{id}`` for ``start_id..end_id`` and yields each
 200 body as a dict. Run it outside the project so that no project setting applies
-(``bench/peers.py`` and ``bench/cpu.py`` do, from /tmp)::
+(``bench/peers.py`` and ``bench/cpu.py`` do, from /tmp; ``$REPO`` is the repository root)::
 
-    cd /tmp && /work/main/.venv/bin/scrapy runspider /work/main/bench/stock_spider.py \
+    cd /tmp && $REPO/.venv/bin/scrapy runspider $REPO/bench/stock_spider.py \
         -a base_url=http://127.0.0.1:8931/v1 -a start_id=1 -a end_id=10000
 """
 

@@ -1,9 +1,9 @@
 """Unthrottled throughput of the full pipeline: one process, then two sharing one Redis pass.
 
-Usage (from /work/main; about 2-3 minutes with the defaults)::
+Usage (from the repository root; about 2-3 minutes with the defaults)::
 
     .venv/bin/python bench/throughput.py                  # 20,000 ids, the project's settings
-    .venv/bin/python bench/throughput.py --ids 10000 --as-is
+    .venv/bin/python bench/throughput.py --ids 10000 --json throughput.json
 
 Both runs crawl the same id range into MySQL with the Redis-shared pass
 (MAX_REQUESTS_PER_SECOND=1e6). In the two-process run both instances start

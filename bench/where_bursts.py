@@ -4,7 +4,7 @@ Usage (from the repository root)::
 
     .venv/bin/python bench/where_bursts.py --ids 10000 --rate 500 [--redis]
 
-One crawl against ``tests/arrival_server.py`` with three probes installed
+One crawl against ``tests/support/arrival_server.py`` with three probes installed
 through settings: the time each request leaves the rate-limit middleware
 (``token``), enters the download handler (``handler``) and has its headers
 written to the socket (``socket``, aiohttp's ``on_request_headers_sent``
@@ -116,7 +116,7 @@ def main() -> int:
         unique_prefix,
     )
 
-    from tests.arrival_server import ArrivalServer
+    from tests.support.arrival_server import ArrivalServer
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ids", type=int, default=10_000)
@@ -136,7 +136,7 @@ def main() -> int:
     if args.redis:
         settings.update(REDIS_URL="redis://127.0.0.1:6379/0", REDIS_KEY_PREFIX=prefix)
     if args.stall:
-        settings.update(EXTENSIONS={"tests.stall_extension.ReactorStall": 0})
+        settings.update(EXTENSIONS={"tests.support.stall_extension.ReactorStall": 0})
     try:
         with tempfile.NamedTemporaryFile(suffix=".json") as probe, ArrivalServer() as server:
             if args.hold:

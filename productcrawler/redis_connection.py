@@ -31,6 +31,11 @@ SyncClient = redis.Redis | RedisCluster
 AsyncClient = redis.asyncio.Redis | AsyncRedisCluster
 
 
+def reply_text(reply: bytes | str) -> str:
+    """A reply as text: these clients leave replies as bytes, which redis-py types as bytes or str."""
+    return reply.decode() if isinstance(reply, bytes) else reply
+
+
 def is_cluster(url: str) -> bool:
     return url.split("://", 1)[0].lower() in _CLUSTER_SCHEMES
 

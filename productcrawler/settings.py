@@ -1,23 +1,19 @@
 """Scrapy settings for productcrawler.
 
-The configuration contract (API_BASE_URL, DATABASE_URL, ...) is read from the
-environment here, at project priority, so ``-s NAME=value`` and scrapyd's
-``setting=NAME=value`` (command-line priority) win over it. Its parsing and
-validation live in ``productcrawler.config``. Every non-default Scrapy setting
-below says why it is set.
+The configuration contract (API_BASE_URL, DATABASE_URL, ...) is not set here:
+the add-on below fills it in from the environment and its defaults, at a
+priority that ``-s NAME=value`` and scrapyd's ``setting=NAME=value`` win over.
+Its parsing and validation live in ``productcrawler.config``. Every
+non-default Scrapy setting below says why it is set.
 """
-
-from productcrawler.config import DEFAULTS, from_environment
 
 BOT_NAME = "productcrawler"
 SPIDER_MODULES = ["productcrawler.spiders"]
 NEWSPIDER_MODULE = "productcrawler.spiders"
 COMMANDS_MODULE = "productcrawler.commands"
 
-# The contract: environment first, then the default; -s wins over both.
-for _name in DEFAULTS:
-    globals()[_name] = from_environment(_name)
-del _name
+# The contract: environment first, then the default; -s wins over both (config/addon.py).
+ADDONS = {"productcrawler.config.addon.ContractAddon": 0}
 
 # An API client, not a site crawler: no robots.txt, no cookies, no redirects
 # to other hosts worth following, no referer bookkeeping per request.

@@ -4,7 +4,7 @@
 # apt-get), so that `make test` passes on a fresh machine. Without root or
 # apt-get it names what to install and fails.
 #   mariadbd, mariadb-install-db (mariadb-server), redis-server (redis-server),
-#   redis-cli (redis-tools): tests/servers.py starts TLS and cluster servers of its own;
+#   redis-cli (redis-tools): tests/support/servers.py starts TLS and cluster servers of its own;
 #   promtool (prometheus): checks and unit-tests the alert rules;
 #   prometheus-pushgateway: the Pushgateway a crawl pushes its pass summary to;
 #   amtool (prometheus-alertmanager): checks the Alertmanager configuration.

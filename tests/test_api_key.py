@@ -1,10 +1,13 @@
-"""API_KEY: sent as ``Authorization: Bearer …`` at send time, never stored in Redis or logged.
+"""API_KEY: sent at send time, never stored in Redis, never in a crawl's log or stats.
 
-The simulator records no headers, so the crawl here talks to a small API of
-the test's own that serves the simulator's catalogue and records each
+The simulator records no headers, so the first crawl here talks to a small API
+of the test's own that serves the simulator's catalogue and records each
 request's Authorization header. Id RETRIED answers 429 with Retry-After the
 first time, so a retry of it waits in Redis while the test reads every key of
-the crawl's prefix.
+the crawl's prefix. The others send the key where a message may quote it: in
+the URL (API_AUTH=query:NAME), to an API that answers what aiohttp cannot parse
+(its error quotes the URL sent) and to one that refuses the key (the guard's
+stop line names the URL).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ import pytest
 import redis
 
 from simulator import catalog
-from tests.conftest import CATALOG_VERSION, REDIS_URL
-from tests.helpers import assert_pass_complete, finish, redis_keys, start_crawl
+from tests.support.catalogue import CATALOG_VERSION, assert_pass_complete
+from tests.support.crawls import finish, run_crawl, start_crawl
+from tests.support.logs import log_lines
+from tests.support.services import REDIS_URL, redis_keys
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -137,3 +142,56 @@ def test_api_key_is_sent_as_bearer_at_send_time_and_never_stored_in_redis_or_log
     # Not logged, not even at DEBUG (the settings dump shows it masked, or not at all).
     assert SECRET not in output
     assert SECRET[:8] not in output
+
+
+#: Sent in the URL, where aiohttp's errors and a log line's URL could carry it.
+IN_THE_QUERY = {"API_AUTH": "query:apiKey", "API_KEY": SECRET, "LOG_LEVEL": "DEBUG"}
+
+
+def assert_key_not_in(output: str) -> None:
+    for piece in (SECRET, SECRET[:8], SECRET[-8:]):
+        assert piece not in output, piece
+
+
+class _Garbled(BaseHTTPRequestHandler):
+    """Every answer has a Content-Length aiohttp cannot parse: its error quotes the URL it sent."""
+
+    def do_GET(self) -> None:
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n")
+        self.close_connection = True
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def garbled_api() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Garbled)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_key_in_the_url_is_masked_in_the_errors_that_quote_it(garbled_api, tmp_path):
+    settings = {"API_BASE_URL": garbled_api, "DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "MAX_RETRIES": 1,
+                **IN_THE_QUERY}
+    result = run_crawl("-a", "end_id=3", settings=settings, timeout=120)
+    output = result.stderr + result.stdout
+    # aiohttp's message, with the URL sent, is in the log (the failure's DEBUG line): masked.
+    assert "apiKey=***" in output, output[-3000:]
+    assert "Dumping Scrapy stats" in output, output[-3000:]
+    assert_key_not_in(output)
+
+
+def test_a_refused_key_is_not_in_the_guards_stop_line(clean_simulator, tmp_path):
+    clean_simulator.set_faults([], api_key="the-right-key")
+    settings = {"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
+                **IN_THE_QUERY}
+    result = run_crawl(settings=settings, timeout=120)
+    assert result.returncode == 3, result.stderr[-3000:]
+    stop, = [line for line in log_lines(result.stderr, "ERROR") if "Stopping the crawl" in line]
+    assert "HTTP 401/403" in stop and "/v1/product/" in stop and "check API_KEY (set)" in stop, stop
+    assert_key_not_in(result.stderr + result.stdout)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from simulator import catalog, shapes
-from tests.conftest import CATALOG_VERSION, mysql_query, run_crawl
-from tests.helpers import PRODUCT_COLUMNS, catalogue_row
+from tests.support.catalogue import CATALOG_VERSION, PRODUCT_COLUMNS, catalogue_row
+from tests.support.crawls import run_crawl
+from tests.support.services import mysql_query
 
 END = 300
 

@@ -12,7 +12,7 @@ from scrapy.utils.test import get_crawler
 
 from productcrawler.ratelimit.autothrottle import BucketAutoThrottle
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
-from tests.conftest import run_crawl
+from tests.support.crawls import run_crawl
 
 
 def build(**settings: Any) -> tuple[BucketAutoThrottle, RateLimitMiddleware]:

@@ -18,7 +18,7 @@ from productcrawler.ratelimit import (
     wake_time,
 )
 from productcrawler.ratelimit.bucket import TICK_MAX
-from tests.windows import max_in_window
+from tests.support.windows import max_in_window
 
 
 class FakeClock:

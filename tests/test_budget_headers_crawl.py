@@ -1,6 +1,6 @@
 """Crawls of APIs that announce their budget: no 429 to find the limit, the budget spent, every product stored.
 
-Judged at the imitations (tests/imitations/budgets.py), which enforce a real
+Judged at the imitations (tests/support/imitations/budgets.py), which enforce a real
 quota by their own clock: the share of 429s, and the requests per second
 between the first and the last arrival against the budget they announce.
 """
@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import REDIS_URL, mysql_query
-from tests.helpers import finish, start_crawl
-from tests.imitations.budgets import BUDGETS, BudgetServers, missing, rate_of
+from tests.support.crawls import finish, start_crawl
+from tests.support.imitations.budgets import BUDGETS, BudgetServers, missing, rate_of
+from tests.support.services import REDIS_URL, mysql_query
 
 pytestmark = pytest.mark.timing
 

@@ -16,7 +16,7 @@ import redis
 
 from productcrawler.ratelimit.budget_reader import LeakyReport, WindowReport
 from productcrawler.ratelimit.redis_budget import RedisBudgetGate
-from tests.conftest import REDIS_URL
+from tests.support.services import REDIS_URL
 
 #: Real time (a window of half a second): `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing

@@ -25,7 +25,7 @@ from productcrawler.ratelimit.budget_headers import LeakyBudget, WindowBudget
 from productcrawler.ratelimit.budget_plan import Plan
 from productcrawler.ratelimit.budget_reader import BudgetReader, LeakyReport, WindowReport
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
-from tests.imitations.budgets import LeakyBucket
+from tests.support.imitations.budgets import LeakyBucket
 
 CAP = 500.0
 

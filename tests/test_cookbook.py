@@ -26,9 +26,9 @@ from urllib.parse import quote, unquote, urlsplit
 import pytest
 import redis
 
-from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env, mysql_query
-from tests.helpers import run_scrapy
-from tests.imitations import bestbuy, bigcommerce, dummyjson, magento, shopify, woocommerce
+from tests.support.crawls import ROOT, crawl_command, crawl_env, run_scrapy
+from tests.support.imitations import bestbuy, bigcommerce, dummyjson, magento, shopify, woocommerce
+from tests.support.services import REDIS_URL, mysql_query
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -132,7 +132,7 @@ class Imitations:
 
 @pytest.fixture(scope="session")
 def imitations() -> Iterator[Imitations]:
-    process = subprocess.Popen([sys.executable, "-m", "tests.imitations"], cwd=ROOT, stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", "tests.support.imitations"], cwd=ROOT, stdout=subprocess.PIPE,
                                text=True)
     try:
         assert process.stdout is not None

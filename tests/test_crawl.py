@@ -11,7 +11,9 @@ import pytest
 
 from productcrawler.answer.cleaning import parse_product
 from simulator import catalog
-from tests.conftest import CATALOG_VERSION, ROOT, crawl_env, mysql_query, run_crawl
+from tests.support.catalogue import CATALOG_VERSION
+from tests.support.crawls import ROOT, crawl_env, run_crawl
+from tests.support.services import mysql_query
 
 END = 1500
 

@@ -19,7 +19,7 @@ from productcrawler.items import MISSING, FailureItem, ProductItem
 from productcrawler.passes.base import FINISHED, RUNNING, Entry
 from productcrawler.passes.database import DatabasePass
 from productcrawler.storage.database import Database, DatabaseTarget, utcnow, write_batch
-from tests.helpers import on_reactor_loop
+from tests.support.reactor import on_reactor_loop
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

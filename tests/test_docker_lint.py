@@ -22,7 +22,7 @@ import yaml
 from scrapy.settings import Settings
 
 from productcrawler.config import DEFAULTS, CrawlConfig
-from tests.conftest import ROOT
+from tests.support.crawls import ROOT
 
 DOCKERFILE = ROOT / "Dockerfile"
 COMPOSE_FILE = ROOT / "docker-compose.yml"

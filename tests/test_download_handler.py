@@ -21,12 +21,14 @@ from aiohttp import web
 from scrapy import Request, signals
 from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler
 from scrapy.exceptions import (
+    CannotResolveHostError,
     DownloadCancelledError,
     DownloadConnectionRefusedError,
     DownloadFailedError,
     DownloadTimeoutError,
     ResponseDataLossError,
     StopDownload,
+    UnsupportedURLSchemeError,
 )
 from scrapy.http import HtmlResponse, JsonResponse, Response, TextResponse
 from scrapy.utils.misc import build_from_crawler
@@ -34,8 +36,9 @@ from scrapy.utils.test import get_crawler
 from w3lib.http import basic_auth_header
 
 from productcrawler import settings as project_settings
+from productcrawler.download.errors import known_reason
 from productcrawler.download.handler import LeanAiohttpDownloadHandler, _scrapy_error
-from tests.helpers import LoopServer, on_reactor_loop
+from tests.support.reactor import LoopServer, on_reactor_loop
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -392,6 +395,27 @@ def test_a_proxy_password_in_a_library_error_never_reaches_the_scrapy_error() ->
     converted = _scrapy_error(error, Request("https://api.test/v1/product/1"), 10)
     assert isinstance(converted, DownloadFailedError)
     assert "s3cret" not in str(converted) and "url='http://user:***@proxy.test:3128'" in str(converted)
+
+
+def _connection_key() -> Any:
+    return aiohttp.client_reqrep.ConnectionKey("api.test", 80, False, True, None, None, None)
+
+
+@pytest.mark.parametrize(("error", "scrapy_error", "reason"), [
+    (TimeoutError(), DownloadTimeoutError, "timeout"),
+    (aiohttp.ConnectionTimeoutError(), DownloadTimeoutError, "timeout"),
+    (aiohttp.ClientConnectorDNSError(_connection_key(), OSError(-2, "Name or service not known")),
+     CannotResolveHostError, "dns_lookup_failed"),
+    (aiohttp.ClientConnectorError(_connection_key(), ConnectionRefusedError(111, "Connection refused")),
+     DownloadConnectionRefusedError, "connection_refused"),
+    (aiohttp.ServerDisconnectedError(), DownloadFailedError, "response_failed"),
+    (aiohttp.NonHttpUrlClientError("ftp://api.test/"), UnsupportedURLSchemeError, None),
+], ids=lambda value: type(value).__name__ if isinstance(value, BaseException) else None)
+def test_an_aiohttp_error_is_raised_as_the_scrapy_error_its_reason_names(error, scrapy_error, reason) -> None:
+    # One table (download/errors.py) says both what the handler raises and how the retry middleware names it.
+    converted = _scrapy_error(error, Request("https://api.test/v1/product/1"), 10)
+    assert type(converted) is scrapy_error
+    assert known_reason(converted) == reason
 
 
 def test_the_paced_handler_sends_what_scrapys_sends(fresh: Server) -> None:

@@ -9,7 +9,8 @@ from decimal import Decimal
 import pytest
 
 from simulator import catalog
-from tests.conftest import mysql_query, run_crawl
+from tests.support.crawls import run_crawl
+from tests.support.services import mysql_query
 
 BACKOFF_BASE = 0.4
 RETRY_AFTER = 2

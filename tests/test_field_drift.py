@@ -1,7 +1,7 @@
 """Field drift (GUARD_FIELD_DRIFT): an API that loses a field stops the crawl before any row is harmed.
 
 Against an imitation of a product API whose answers change shape between passes
-(tests/imitations/drifting_api.py), with real SQLite and MariaDB: a first
+(tests/support/imitations/drifting_api.py), with real SQLite and MariaDB: a first
 complete pass, then the same API with ``price`` moved to ``pricing.current``.
 """
 
@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.conftest import REDIS_URL, crawl_env, run_crawl
-from tests.helpers import dumped_stat, log_lines, query
-from tests.imitations.drifting_api import MISSING_EVERY, DriftingApi, stored_row
+from tests.support.crawls import crawl_env, run_crawl
+from tests.support.imitations.drifting_api import MISSING_EVERY, DriftingApi, stored_row
+from tests.support.logs import dumped_stat, log_lines
+from tests.support.services import REDIS_URL, query
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -19,8 +19,9 @@ import pytest
 
 from productcrawler.guard.failure_guard import EXIT_CODE
 from simulator import catalog, shapes
-from tests.conftest import MYSQL, REDIS_URL, mysql_query, run_crawl
-from tests.helpers import dumped_stats, log_lines, log_time, mysql_execute, table
+from tests.support.crawls import run_crawl
+from tests.support.logs import dumped_stats, log_lines, log_time
+from tests.support.services import MYSQL, REDIS_URL, mysql_execute, mysql_query, table
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -116,8 +116,8 @@ def test_the_shared_pass_refuses_an_instance_with_another_file_unless_fresh(redi
     import redis.asyncio
 
     from productcrawler.passes.redis_pass import RedisPass
-    from tests.conftest import REDIS_URL
-    from tests.helpers import on_reactor_loop
+    from tests.support.reactor import on_reactor_loop
+    from tests.support.services import REDIS_URL
 
     one = IdFile.scan(write(tmp_path, "5\n6\n7\n", "one.txt"), "int")
     two = IdFile.scan(write(tmp_path, "5\n6\n8\n", "two.txt"), "int")

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from simulator import catalog
-from tests.conftest import MYSQL, run_crawl
-from tests.old_schema import MYSQL_DDL_INT, MYSQL_DDL_TODAY, SQLITE_DDL_INT, SQLITE_DDL_TODAY
+from tests.support.crawls import run_crawl
+from tests.support.old_schema import MYSQL_DDL_INT, MYSQL_DDL_TODAY, SQLITE_DDL_INT, SQLITE_DDL_TODAY
+from tests.support.services import MYSQL
 
 OLD_PRODUCT = (2147483647, "old product", "9.99", 3, "cat", "brand", "4.50", 12, "2026-01-02 03:04:05", 4)
 OLD_FAILURE = (123456, "failed", 503, "http_503", 4, "2026-01-02 03:04:05", 4)

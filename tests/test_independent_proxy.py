@@ -1,4 +1,4 @@
-"""Real crawls through proxy.py (tests/independent_proxy.py), an HTTP proxy we did not write.
+"""Real crawls through proxy.py (tests/support/independent_proxy.py), an HTTP proxy we did not write.
 
 tests/test_proxy_crawl.py checks the pool against simulator/proxies.py, which
 we wrote with the client and which agrees with it by construction. Here the
@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from productcrawler.proxies.config import parse_proxy_urls
-from tests.conftest import crawl_command, mysql_query, run_crawl, verifying
-from tests.helpers import LoggedCrawl, assert_pass_complete, dumped_stats, log_lines, stored_count
-from tests.independent_proxy import ProxyPy
+from tests.support.catalogue import assert_pass_complete
+from tests.support.crawls import LoggedCrawl, crawl_command, run_crawl, verifying
+from tests.support.independent_proxy import ProxyPy
+from tests.support.logs import dumped_stats, log_lines
+from tests.support.services import mysql_query, stored_count
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import REDIS_URL
-from tests.helpers import assert_pass_complete, finish, start_crawl
+from tests.support.catalogue import assert_pass_complete
+from tests.support.crawls import finish, start_crawl
+from tests.support.services import REDIS_URL
 
 END = 1500
 

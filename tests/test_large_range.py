@@ -13,8 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.conftest import ROOT, crawl_command, crawl_env
-from tests.helpers import finish
+from tests.support.crawls import ROOT, crawl_command, crawl_env, finish
 
 RANGE = 2_000_000
 MAX_RSS_MB = 150

@@ -19,8 +19,8 @@ from productcrawler.config import ConfigError
 from productcrawler.monitoring import stat_keys
 from productcrawler.monitoring.metrics import PrometheusMetrics
 from simulator import catalog
-from tests.conftest import crawl_command, crawl_env, mysql_query
-from tests.helpers import LoggedCrawl
+from tests.support.crawls import LoggedCrawl, crawl_command, crawl_env
+from tests.support.services import mysql_query
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -27,8 +27,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from simulator import catalog
-from tests.conftest import MYSQL, REDIS_URL, ROOT, crawl_command, crawl_env
-from tests.helpers import LoggedCrawl, redis_keys
+from tests.support.crawls import ROOT, LoggedCrawl, crawl_command, crawl_env
+from tests.support.services import MYSQL, REDIS_URL, redis_keys
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from tests.helpers import assert_pass_complete, kill_when_stored, start_crawl
-from tests.tcp_proxy import TcpProxy
+from tests.support.catalogue import assert_pass_complete
+from tests.support.crawls import kill_when_stored, start_crawl
+from tests.support.tcp_proxy import TcpProxy
 
 END = 1500
 #: Seconds MySQL is cut: the writer retries after 0.5, 1, 2, 4... s, so the crawl

@@ -1,7 +1,7 @@
 """PacedAiohttpDownloadHandler: a request whose connection comes after its slot went stale is not sent late.
 
 The handler is built from a real crawler with the rate limit and downloads
-from the independent arrival clock (tests/arrival_server.py, kernel receive
+from the independent arrival clock (tests/support/arrival_server.py, kernel receive
 time stamps). Its connector is the project's, with one thing put in front of
 aiohttp's: every connection waits for a gate. Opened after 100 ms, the gate
 stands for a busy event loop that gets to the connections it was opening all
@@ -25,8 +25,8 @@ from productcrawler.download.handler import WRITE_STARTED
 from productcrawler.monitoring import stat_keys
 from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler, PacedConnector
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
-from tests.helpers import on_reactor_loop
-from tests.windows import max_in_window
+from tests.support.reactor import on_reactor_loop
+from tests.support.windows import max_in_window
 
 if TYPE_CHECKING:
     from scrapy.http import Response

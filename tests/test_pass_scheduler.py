@@ -1,6 +1,6 @@
 """The scheduler's rules, against a pass of our own interface held in memory (no crawl, no network).
 
-The end-to-end tests (test_passes.py, test_crawl.py, ...) run the same
+The end-to-end tests (test_pass_crawl.py, test_crawl.py, ...) run the same
 scheduler over the real DatabasePass and RedisPass; these pin what it does
 with each answer of a pass, one rule at a time.
 """
@@ -23,7 +23,7 @@ from productcrawler.passes.base import FINISHED, LOST, RUNNING, Entry, Lease
 from productcrawler.passes.scheduler import LEASE_BATCH, POSITION, PassScheduler
 from productcrawler.retry.policy import RESEND_NOW, RETRY_DELAY_META
 from productcrawler.spiders.products import ProductsSpider
-from tests.helpers import on_reactor_loop
+from tests.support.reactor import on_reactor_loop
 
 
 class PassInMemory:

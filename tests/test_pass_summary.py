@@ -11,7 +11,7 @@ import pytest
 from productcrawler.passes.summary import PassSummary, passes_summary
 from productcrawler.storage.database import DatabaseTarget, ensure_schema
 from productcrawler.storage.schema import mysql_init_sql
-from tests.conftest import mysql_query
+from tests.support.services import mysql_query
 
 # crawl_passes, products and crawl_failures as they were before summaries and change history.
 _OLD_MYSQL = (
@@ -123,7 +123,7 @@ def test_an_unknown_tracked_column_is_refused_naming_it(raw):
 
 
 def test_a_crawl_with_an_unknown_tracked_column_exits_2_with_one_line(tmp_path):
-    from tests.conftest import run_crawl
+    from tests.support.crawls import run_crawl
 
     result = run_crawl("-a", "end_id=5", settings={"TRACK_CHANGES": "price,prize",
                                                      "DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}"})

@@ -6,7 +6,7 @@ import pytest
 from scrapy import Request
 
 from productcrawler.config import ConfigError, CrawlConfig
-from tests.conftest import run_crawl
+from tests.support.crawls import run_crawl
 
 SECRET = "s3cr3t-pw"
 

@@ -9,7 +9,7 @@ from scrapy.settings import Settings
 
 from productcrawler.config import ConfigError
 from productcrawler.proxies.config import ProxyConfig, masked, parse_proxy_urls
-from tests.conftest import crawl_env, run_crawl
+from tests.support.crawls import crawl_env, run_crawl
 
 SECRET = "pr0xy-pw"
 

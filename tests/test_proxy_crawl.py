@@ -18,17 +18,10 @@ import redis
 
 from productcrawler.proxies.config import parse_proxy_urls
 from simulator import catalog
-from tests.conftest import (
-    PROXY_PASSWORD,
-    PROXY_USER,
-    REDIS_URL,
-    crawl_command,
-    mysql_query,
-    run_crawl,
-    verifying,
-)
-from tests.helpers import LoggedCrawl, dumped_stats, log_lines
-from tests.windows import max_in_window
+from tests.support.crawls import LoggedCrawl, crawl_command, run_crawl, verifying
+from tests.support.logs import dumped_stats, log_lines
+from tests.support.services import PROXY_PASSWORD, PROXY_USER, REDIS_URL, mysql_query
+from tests.support.windows import max_in_window
 
 if TYPE_CHECKING:
     import subprocess
@@ -176,7 +169,7 @@ def test_a_second_instance_never_uses_a_proxy_the_first_found_dead(clean_simulat
     # The cap held across both instances (not shared, it would be twice the
     # rate). Two crawlers, the simulator, the proxies (in this process, whose
     # thread a loaded machine deschedules, releasing what it holds at once),
-    # MariaDB and Redis share two cores: 15 %, not test_rate_limit_crawl's 5 %.
+    # MariaDB and Redis share two cores: 15 %, not test_ratelimit_crawl's 5 %.
     arrivals = clean_simulator.arrivals()
     assert max_in_window([a[0] for a in arrivals]) <= rate * 1.15
 

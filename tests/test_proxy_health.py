@@ -12,7 +12,7 @@ import redis.asyncio
 from productcrawler.proxies.books import LocalHealthBook
 from productcrawler.proxies.health import SCORE_MAX, HealthPolicy, ProxyHealth
 from productcrawler.proxies.shared import RedisHealthBook
-from tests.conftest import REDIS_URL
+from tests.support.services import REDIS_URL
 
 POLICY = HealthPolicy(success=5, failure=20, minimum=50, rest_base=10, rest_max=300)
 KEYS = ["proxy-a", "proxy-b"]

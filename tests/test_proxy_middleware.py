@@ -17,6 +17,8 @@ from scrapy.exceptions import DownloadConnectionRefusedError, DownloadFailedErro
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
+from productcrawler.download.errors import DOWNLOAD_ERRORS
+from productcrawler.proxies.blame import PROXY_FAILURE_REASONS, UNCLEAR_REASONS
 from productcrawler.proxies.config import parse_proxy_urls
 from productcrawler.proxies.middleware import META_AVOID, META_PROXY, META_SUSPECT, ProxyMiddleware
 from productcrawler.proxies.outage import ProxyOutage
@@ -261,3 +263,7 @@ def test_after_an_operators_stop_proxies_that_refused_their_credentials_stop_not
     with pytest.raises(IgnoreRequest):
         sent(mw)
     assert mw.stats.get_value(stat_keys.EXIT_REASON) is None
+
+
+def test_every_reason_a_proxy_is_blamed_for_is_a_download_errors_reason() -> None:
+    assert PROXY_FAILURE_REASONS | UNCLEAR_REASONS <= {kind.reason for kind in DOWNLOAD_ERRORS}

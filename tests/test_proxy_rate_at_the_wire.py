@@ -1,7 +1,7 @@
 """Each proxy's cap holds where the proxy provider counts it, judged by an independent arrival clock.
 
 The crawl's ``PROXY_URLS`` are the arrival server's proxy ports
-(``tests/arrival_server.py``): each stamps the requests sent to that proxy
+(``tests/support/arrival_server.py``): each stamps the requests sent to that proxy
 with the kernel's receive time. The proxies are the limit here (three of
 20/s under a global cap of 100/s), so each proxy's bucket is what paces its
 requests: at most cap + burst of them in any sliding second and cap/10 +
@@ -20,9 +20,10 @@ import subprocess
 import pytest
 
 from productcrawler.config import burst_for_rate
-from tests.conftest import REDIS_URL, ROOT, crawl_command, crawl_env
-from tests.test_rate_at_the_wire import STALLS
-from tests.windows import assert_within_bounds, max_in_window, settings_for
+from tests.support.crawls import ROOT, crawl_command, crawl_env
+from tests.support.services import REDIS_URL
+from tests.support.stall_extension import STALLS
+from tests.support.windows import assert_within_bounds, max_in_window, settings_for
 
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing

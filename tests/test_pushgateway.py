@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import crawl_env, run_crawl
-from tests.helpers import log_lines, present_ids, query
+from tests.support.catalogue import present_ids
+from tests.support.crawls import crawl_env, run_crawl
+from tests.support.logs import log_lines
+from tests.support.services import query
 
 if TYPE_CHECKING:
     from simulator.process import SimulatorProcess

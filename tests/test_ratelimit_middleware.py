@@ -17,9 +17,10 @@ from scrapy.utils.test import get_crawler
 
 from productcrawler.monitoring import stat_keys
 from productcrawler.ratelimit import LocalRateLimiter, RedisTokenBucket
-from productcrawler.ratelimit.middleware import ASYNCIO_REACTOR, RateLimitMiddleware, _check_asyncio, rate_limit_of
-from tests.conftest import REDIS_URL
-from tests.windows import max_in_window
+from productcrawler.ratelimit.middleware import ASYNCIO_REACTOR, RateLimitMiddleware, _check_asyncio
+from productcrawler.run.context import crawl_context
+from tests.support.services import REDIS_URL
+from tests.support.windows import max_in_window
 
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing
@@ -227,7 +228,7 @@ def test_instances_share_the_rate_and_the_backoff_through_redis(redis_prefix: st
 def test_a_download_handler_that_does_not_pace_is_refused(handlers: dict[str, Any], ok: bool) -> None:
     settings = {"DOWNLOAD_HANDLERS": {**PROJECT_HANDLERS, **handlers}}
     if ok:
-        assert rate_limit_of(build(**settings).crawler) is not None
+        assert crawl_context(build(**settings).crawler).rate_limit is not None
     else:
         with pytest.raises(ValueError, match=r"DOWNLOAD_HANDLERS\['http"):
             build(**settings)

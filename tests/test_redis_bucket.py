@@ -15,9 +15,9 @@ import redis
 from productcrawler.ratelimit import RedisTokenBucket, Reservation, late_tolerance
 from productcrawler.ratelimit import redis_bucket as redis_bucket_module
 from productcrawler.ratelimit.redis_bucket import KEY_TTL, ping
-from tests.conftest import REDIS_URL
-from tests.tcp_proxy import TcpProxy
-from tests.windows import max_in_window
+from tests.support.services import REDIS_URL
+from tests.support.tcp_proxy import TcpProxy
+from tests.support.windows import max_in_window
 
 #: Rates and delays measured in real time: `make test` runs these alone (see pyproject.toml).
 pytestmark = pytest.mark.timing

@@ -13,8 +13,8 @@ from productcrawler.ids import RangeIds
 from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
 from productcrawler.passes.redis_pass import FINISHED_TTL, RedisPass
-from tests.conftest import REDIS_URL
-from tests.helpers import on_reactor_loop, redis_keys
+from tests.support.reactor import on_reactor_loop
+from tests.support.services import REDIS_URL, redis_keys
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -109,10 +109,10 @@ def test_the_heartbeat_lasts_the_instances_ttl(redis_prefix, ttl):
 def test_the_crawls_pass_gets_redis_heartbeat_ttl():
     from scrapy.utils.test import get_crawler
 
-    from productcrawler.passes import pass_for
+    from productcrawler.run.context import crawl_context
 
     crawler = get_crawler(settings_dict={"REDIS_URL": REDIS_URL, "REDIS_HEARTBEAT_TTL": "3.5"})
-    assert pass_for(crawler).heartbeat_ttl == 3.5
+    assert crawl_context(crawler).crawl_pass.heartbeat_ttl == 3.5
 
 
 def test_a_fresh_pass_replacing_one_with_no_live_instance_leaves_no_key_without_ttl(redis_prefix):

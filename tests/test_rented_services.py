@@ -1,6 +1,6 @@
 """Rented services: a MySQL that requires TLS, a Redis over TLS with an ACL user, a Redis Cluster.
 
-The servers are the tests' own (``tests/servers.py``, started once per
+The servers are the tests' own (``tests/support/servers.py``, started once per
 session); the crawls are the real ``scrapy crawl products``.
 """
 
@@ -19,9 +19,9 @@ from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.storage.database import ensure_schema
 from productcrawler.storage.target import DatabaseTarget
 from simulator import catalog
-from tests.conftest import ROOT, crawl_env, mysql_query, run_crawl
-from tests.helpers import start_crawl, wait_for
-from tests.servers import CLUSTER_PORTS, MARIADB_PASSWORD, REDIS_PASSWORD
+from tests.support.crawls import ROOT, crawl_env, run_crawl, start_crawl, wait_for
+from tests.support.servers import CLUSTER_PORTS, MARIADB_PASSWORD, REDIS_PASSWORD
+from tests.support.services import mysql_query
 
 SECRET = "s3cr3t-pw"
 TLS_END = 1000

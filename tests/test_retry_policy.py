@@ -14,8 +14,8 @@ from productcrawler.config import ConfigError
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.monitoring import stat_keys
 from productcrawler.retry.policy import RetryPolicy
-from tests.helpers import PRODUCT_URL as URL
-from tests.helpers import FakeRandom, product_request
+from tests.support.doubles import PRODUCT_URL as URL
+from tests.support.doubles import FakeRandom, product_request
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 

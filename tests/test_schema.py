@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from productcrawler.storage.schema import mysql_init_sql
-from tests.conftest import ROOT, mysql_query
+from tests.support.crawls import ROOT
+from tests.support.services import mysql_query
 
 
 def test_init_sql_matches_the_ddl_in_code():

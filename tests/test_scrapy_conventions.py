@@ -12,12 +12,14 @@ from collections import Counter
 from decimal import Decimal
 
 import pytest
-from scrapy.settings import Settings
+from scrapy.addons import AddonManager
+from scrapy.settings import SETTINGS_PRIORITIES, Settings
 
-from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.config import DEFAULTS, ConfigError, CrawlConfig
 from simulator import catalog
-from tests.conftest import REDIS_URL, crawl_env, mysql_query, run_crawl
-from tests.helpers import dumped_stat, run_scrapy
+from tests.support.crawls import crawl_env, run_crawl, run_scrapy
+from tests.support.logs import dumped_stat
+from tests.support.services import REDIS_URL, mysql_query
 
 #: Nothing listens on these (they are in this test module's port range).
 NO_DATABASE = "mysql://root@127.0.0.1:22999/nothing_here"
@@ -261,19 +263,17 @@ def test_parse_shows_the_cleaned_product_without_database_or_redis(clean_simulat
 # -- RETRY_TIMES / DOWNLOAD_TIMEOUT in settings.py (project priority) -----------------
 
 
-def project_settings(**scrapy_settings):
-    """The project's settings.py as Scrapy loads it, plus Scrapy settings a user pasted into it.
+def project_settings(cmdline=None, **scrapy_settings):
+    """The project's settings as a crawler process has them, plus Scrapy settings a user pasted into settings.py.
 
-    settings.py fills in MAX_RETRIES and API_TIMEOUT (their defaults, or the
-    environment's values) at the same priority as anything else in the file.
+    ``cmdline``: what ``-s`` gives. The add-on fills in the contract (its
+    defaults, or the environment's values) as the crawler process starts.
     """
-    import productcrawler.settings as module
-
     settings = Settings()
-    settings.setmodule(module, priority="project")
-    for name in ("MAX_RETRIES", "API_TIMEOUT"):  # as settings.py computes them with this environment
-        settings.set(name, module.from_environment(name), priority="project")
+    settings.setmodule("productcrawler.settings", priority="project")
     settings.setdict(scrapy_settings, priority="project")
+    settings.setdict(cmdline or {}, priority="cmdline")
+    AddonManager.load_pre_crawler_settings(settings)
     return settings
 
 
@@ -298,6 +298,35 @@ def test_retry_times_and_a_max_retries_written_into_settings_py_are_refused(monk
     monkeypatch.delenv("MAX_RETRIES", raising=False)
     with pytest.raises(ConfigError, match="^RETRY_TIMES=5 and MAX_RETRIES=4 disagree"):
         CrawlConfig.from_settings(project_settings(RETRY_TIMES=5, MAX_RETRIES=4))
+
+
+def test_retry_times_and_a_max_retries_equal_to_the_default_both_in_settings_py_are_refused(monkeypatch):
+    # Written there by a user, MAX_RETRIES=3 is given, not the default: neither silently wins.
+    monkeypatch.delenv("MAX_RETRIES", raising=False)
+    with pytest.raises(ConfigError, match="^RETRY_TIMES=5 and MAX_RETRIES=3 disagree"):
+        CrawlConfig.from_settings(project_settings(RETRY_TIMES=5, MAX_RETRIES=3))
+
+
+def test_the_contract_comes_from_the_environment_then_the_default_and_s_wins(monkeypatch):
+    monkeypatch.setenv("MAX_REQUESTS_PER_SECOND", "40")
+    monkeypatch.setenv("API_TIMEOUT", "7")
+    monkeypatch.setenv("PRODUCT_ID_END", " ")  # blank: unset
+    settings = project_settings(cmdline={"API_TIMEOUT": "9"})
+    config = CrawlConfig.from_settings(settings)
+    assert (config.max_requests_per_second, config.api_timeout, config.end_id) == (40.0, 9.0, 50_000)
+    assert settings.getpriority("MAX_REQUESTS_PER_SECOND") == SETTINGS_PRIORITIES["addon"]
+    assert settings.getpriority("PRODUCT_ID_END") == SETTINGS_PRIORITIES["default"]
+
+
+def test_settings_py_holds_no_name_of_the_contract():
+    import productcrawler.settings as module
+
+    assert not set(DEFAULTS) & set(vars(module))
+
+
+def test_scrapy_settings_shows_the_contract_as_a_crawl_has_it():
+    result = run_scrapy("settings", "--get", "MAX_RETRIES", env=crawl_env(MAX_RETRIES="7"))
+    assert (result.returncode, result.stdout.strip()) == (0, "7"), result.stderr[-2000:]
 
 
 # -- the API key goes to the API only ---------------------------------------------------

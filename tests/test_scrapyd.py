@@ -33,8 +33,9 @@ import pytest
 
 from simulator import catalog
 from simulator.process import stop_process
-from tests.conftest import ROOT, crawl_env, mysql_query
-from tests.helpers import assert_pass_complete, assert_resumed, done_ids, read_lines
+from tests.support.catalogue import assert_pass_complete, assert_resumed, done_ids
+from tests.support.crawls import ROOT, crawl_env, read_lines
+from tests.support.services import mysql_query
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -12,17 +12,10 @@ import time
 import pytest
 import redis
 
-from tests.conftest import REDIS_URL, mysql_query
-from tests.helpers import (
-    assert_pass_complete,
-    finish,
-    present_ids,
-    redis_keys,
-    start_crawl,
-    stored_count,
-    wait_until_stored,
-)
-from tests.tcp_proxy import TcpProxy
+from tests.support.catalogue import assert_pass_complete, present_ids
+from tests.support.crawls import finish, start_crawl, wait_until_stored
+from tests.support.services import REDIS_URL, mysql_query, redis_keys, stored_count
+from tests.support.tcp_proxy import TcpProxy
 
 END = 3000
 #: DATABASE_OUTAGE_MAX: the writer retries after 0.5, 1, 2, 4... s, so it gives up 3.5 s into the outage.

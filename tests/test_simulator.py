@@ -16,8 +16,8 @@ import pytest
 
 from simulator import SimulatorProcess, catalog, shapes
 from simulator.faults import FaultConfig, FaultRule
-from tests.conftest import ROOT
-from tests.helpers import missing_ids, present_ids
+from tests.support.catalogue import missing_ids, present_ids
+from tests.support.crawls import ROOT
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -9,8 +9,9 @@ import sys
 import threading
 import time
 
-from tests.conftest import ROOT, crawl_env, mysql_query, run_crawl
-from tests.helpers import dumped_stats, read_lines, start_crawl
+from tests.support.crawls import ROOT, crawl_env, read_lines, run_crawl, start_crawl
+from tests.support.logs import dumped_stats
+from tests.support.services import mysql_query
 
 # A spider that hands the pipeline items directly, one of them out of range
 # for DECIMAL(10,2): cleaning would never let it through, so this is the

@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from tests.conftest import crawl_env, run_crawl
+from tests.support.crawls import crawl_env, run_crawl
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -82,7 +82,7 @@ def test_json_logging_honours_log_enabled_false(clean_simulator: SimulatorProces
 def test_json_lines_name_the_instance_as_the_shared_pass_does(clean_simulator: SimulatorProcess, tmp_path: Path,
                                                               redis_prefix: str) -> None:
     """With REDIS_URL the ``instance`` field is the pass's instance id (what ``scrapy progress`` lists)."""
-    from tests.conftest import REDIS_URL
+    from tests.support.services import REDIS_URL
 
     result = _crawl(clean_simulator, tmp_path, LOG_FORMAT="json", REDIS_URL=REDIS_URL,
                     REDIS_KEY_PREFIX=redis_prefix)

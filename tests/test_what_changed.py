@@ -1,4 +1,4 @@
-"""Three passes against an API whose catalogue changes between them (tests/imitations/changing_catalogue.py):
+"""Three passes against an API whose catalogue changes between them (tests/support/imitations/changing_catalogue.py):
 the exact product_changes rows, removed_at, first_seen, rows not rewritten, and ``scrapy passes``.
 MariaDB and SQLite; and a Redis-shared pass whose rows carry its crawl_passes id."""
 
@@ -11,9 +11,9 @@ from decimal import Decimal
 
 import pytest
 
-from tests.conftest import REDIS_URL, crawl_env, mysql_query, run_crawl
-from tests.helpers import run_scrapy
-from tests.imitations.changing_catalogue import CatalogueApi
+from tests.support.crawls import crawl_env, run_crawl, run_scrapy
+from tests.support.imitations.changing_catalogue import CatalogueApi
+from tests.support.services import REDIS_URL, mysql_query
 
 END = 200
 ABSENT = {13, 77}  # never in the catalogue: 404 in every pass

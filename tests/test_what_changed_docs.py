@@ -11,7 +11,7 @@ import pytest
 from productcrawler.items import MISSING, FailureItem, ProductItem
 from productcrawler.passes.summary import finish_with_summary
 from productcrawler.storage.database import DatabaseTarget, ensure_schema, utcnow, write_batch
-from tests.conftest import ROOT
+from tests.support.crawls import ROOT
 
 PAGE = (ROOT / "docs" / "what-changed.md").read_text()
 

@@ -24,7 +24,7 @@ default rules above, read in the object that holds the mapped id (for
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: The columns a payload fills (``update_time`` is when it was fetched, not read).
@@ -71,6 +71,9 @@ class PayloadShape:
     """The paths named by ``PRODUCT_FIELDS`` (none: the default rules)."""
 
     paths: tuple[tuple[str, _Path], ...] = ()
+    # Precomputed once (__post_init__): per column, its path (from the root) or its default keys.
+    _plan: tuple[tuple[str, _Path | None, tuple[str, ...]], ...] = field(init=False, repr=False, compare=False)
+    _id_parent: _Path | None = field(init=False, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: object) -> PayloadShape:
@@ -106,7 +109,6 @@ class PayloadShape:
     def __post_init__(self) -> None:
         mapped = dict(self.paths)
         id_path = mapped.get("product_id")
-        # Precomputed once: per column, its path (from the root) or its default keys.
         object.__setattr__(self, "_plan", tuple((c, mapped.get(c), _DEFAULT_KEYS[c]) for c in COLUMNS))
         object.__setattr__(self, "_id_parent", None if id_path is None else id_path[:-1])
 
@@ -123,7 +125,7 @@ class PayloadShape:
             raise BadResponse("not_a_product", f"JSON {type(data).__name__}, not an object")
         product = self._product_object(data)
         values: dict[str, Any] = {}
-        for column, path, keys in self._plan:  # type: ignore[attr-defined]
+        for column, path, keys in self._plan:
             if path is not None:
                 values[column] = _resolve(data, path)
             elif product is None:
@@ -161,7 +163,7 @@ class PayloadShape:
         return tuple(keys[:PRODUCT_KEYS_SHOWN])
 
     def _product_object(self, data: dict[str, Any]) -> dict[str, Any] | None:
-        id_parent = self._id_parent  # type: ignore[attr-defined]
+        id_parent = self._id_parent
         if id_parent is not None:
             found = _resolve(data, id_parent) if id_parent else data
             return found if type(found) is dict else None

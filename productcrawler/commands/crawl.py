@@ -16,6 +16,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.crawler import AsyncCrawlerProcess
 
 from productcrawler.config import ConfigError
 from productcrawler.monitoring import stat_keys
@@ -37,30 +38,30 @@ class Command(ScrapyCrawlCommand):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         assert self.settings is not None
-        # Here, before Scrapy sets up logging (the process is created after this).
+        # Here, before Scrapy sets up logging and installs the reactor (the process is created
+        # after this): a configuration error exits before anything, an event loop included, exists.
         try:
             if json_requested(self.settings):
                 self.json_logging = JsonLogging.install(self.settings)
+            if args == ["products"]:
+                preflight.check(self.settings, opts.spargs)
         except ConfigError as error:
-            print(f"productcrawler: configuration error: {error}", file=sys.stderr)
+            self._config_error(error)
             sys.exit(2)
         feeds = self.settings.getdict("FEEDS")
         if args == ["products"] and feeds:
             for options in feeds.values():
                 options.setdefault("item_classes", PRODUCT_FEED_ITEMS)
-            self.settings.set("FEEDS", feeds, priority=self.settings.getpriority("FEEDS"))
+            priority = self.settings.getpriority("FEEDS")
+            assert priority is not None  # FEEDS is among Scrapy's default settings
+            self.settings.set("FEEDS", feeds, priority=priority)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or args[0] != "products":
             super().run(args, opts)
             return
-        assert self.settings is not None
-        try:
-            preflight.check(self.settings, opts.spargs)
-        except ConfigError as error:
-            self._config_error(error)
-            return
-        assert self.crawler_process is not None
+        # Scrapy's choice for the asyncio reactor (settings.py): its crawl() is an asyncio task.
+        assert isinstance(self.crawler_process, AsyncCrawlerProcess)
         crawler = self._create_crawler(args[0])
         if self.json_logging is not None:
             self.json_logging.attach(crawler)

@@ -15,10 +15,11 @@ from redis.exceptions import RedisClusterException, RedisError
 from scrapy.commands import ScrapyCommand
 
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
+from productcrawler.config.driver_errors import describe
 from productcrawler.passes.database_sql import as_datetime, outcome_counts
 from productcrawler.passes.redis_pass import RedisPass
 from productcrawler.redis_connection import async_redis_client
-from productcrawler.run.preflight import connect_database, describe
+from productcrawler.run.preflight import connect_database
 
 if TYPE_CHECKING:
     import argparse

@@ -2,27 +2,33 @@
 
 Each value can come from the environment or, under the same name, from a Scrapy
 setting (``-s NAME=value``, scrapyd's ``setting=NAME=value``); a setting given
-explicitly wins over the environment because ``settings.py`` only uses the
-environment to fill in the project-level value, which ``-s`` overrides.
+explicitly wins over the environment because the add-on that reads the
+environment sets its values at Scrapy's "addon" priority, below ``-s``.
 
-* :mod:`.defaults` — the names and their defaults (``DEFAULTS``), and
-  :func:`from_environment`, which ``settings.py`` fills them in with;
+* :mod:`.defaults` — the names and their defaults (``DEFAULTS``);
+* :mod:`.addon` — :class:`ContractAddon`, the add-on (``ADDONS`` in
+  ``settings.py``) that fills them into the settings: the environment, else
+  the default;
 * :mod:`.values` — the checks of single values (numbers, URLs,
   ``PRODUCT_FIELDS``), ``ConfigError``, :func:`mask_url`, :func:`mask_credentials` and
   :func:`password_hint`;
+* :mod:`.driver_errors` — :func:`~.driver_errors.describe`, one line for a
+  database or Redis driver's error about a configured URL;
 * :mod:`.crawl` — :class:`CrawlConfig`, the whole contract parsed and
-  validated, once per crawler through :func:`crawl_config`.
+  validated; a crawler's components share one, ``crawl_context(crawler).config``
+  (:mod:`productcrawler.run.context`).
 
-Components never read these names with raw ``settings.get``: they call
-``crawl_config(crawler)``, which raises ``ConfigError`` (a ``ValueError``)
-naming the setting and the offending value, passwords masked.
+Components never read these names with raw ``settings.get``: they read the
+crawler's ``CrawlConfig``, whose parsing raises ``ConfigError`` (a
+``ValueError``) naming the setting and the offending value, passwords masked.
 
 The names below are re-exported so that every component imports the contract
 from one place, ``productcrawler.config``, whichever module defines a name.
 """
 
-from productcrawler.config.crawl import CrawlConfig, api_timeout, burst_for_rate, crawl_config, max_retries
-from productcrawler.config.defaults import DEFAULTS, SIMULATOR_BASE_URL, SIMULATOR_PORT, from_environment
+from productcrawler.config.addon import ContractAddon
+from productcrawler.config.crawl import CrawlConfig, api_timeout, burst_for_rate, max_retries
+from productcrawler.config.defaults import DEFAULTS, SIMULATOR_BASE_URL, SIMULATOR_PORT
 from productcrawler.config.values import REDIS_SCHEMES, ConfigError, mask_credentials, mask_url, password_hint
 
 __all__ = [
@@ -31,11 +37,10 @@ __all__ = [
     "SIMULATOR_BASE_URL",
     "SIMULATOR_PORT",
     "ConfigError",
+    "ContractAddon",
     "CrawlConfig",
     "api_timeout",
     "burst_for_rate",
-    "crawl_config",
-    "from_environment",
     "mask_credentials",
     "mask_url",
     "max_retries",

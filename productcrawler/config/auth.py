@@ -143,7 +143,7 @@ def _extra_headers(raw: Any) -> tuple[tuple[str, str], ...]:
             return ()
         try:
             given = json.loads(source)
-        except ValueError as error:
+        except json.JSONDecodeError as error:
             raise ConfigError(f"API_HEADERS is not JSON ({error.msg} at character {error.pos}); expected an "
                               'object of header names to values: {"X-EBAY-C-MARKETPLACE-ID": "EBAY_US"}') from None
     if not isinstance(given, dict):

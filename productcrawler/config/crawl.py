@@ -1,22 +1,23 @@
-"""``CrawlConfig``: the contract parsed and validated, once per crawler (:func:`crawl_config`).
+"""``CrawlConfig``: the contract parsed and validated.
 
-Components never read the contract's names with raw ``settings.get``: they
-call ``crawl_config(crawler)``, which raises ``ConfigError`` naming the setting
-and the offending value. The defaults are in :mod:`.defaults`, the checks of
-single values in :mod:`.values`.
+A crawler's components share one, built once (``crawl_context(crawler).config``,
+:mod:`productcrawler.run.context`); parsing raises ``ConfigError`` naming the
+setting and the offending value. The defaults are in :mod:`.defaults`, the
+checks of single values in :mod:`.values`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.settings import BaseSettings as _BaseSettings
 from w3lib.url import safe_url_string
 
 from productcrawler.answer.payload import PayloadShape
+from productcrawler.config.addon import ENVIRONMENT_PRIORITY
 from productcrawler.config.auth import ApiAuth, api_auth
 from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL, RATE_LIMIT_HEADER_FORMATS
 from productcrawler.config.product_url import ProductUrl
@@ -38,7 +39,6 @@ from productcrawler.ids.idfile import MAX_INT_ID, IdFile, IdFileError, scanned
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
 #: The tables' product_id is a signed BIGINT: a larger id could not be stored.
@@ -86,38 +86,39 @@ def api_timeout(settings: BaseSettings) -> float:
     return _aliased(settings, "API_TIMEOUT", "DOWNLOAD_TIMEOUT", float, above=0)
 
 
-#: Scrapy's priority of settings.py (and of the environment, which it reads).
-_PROJECT_PRIORITY = 20
-
-
 def _aliased(settings: BaseSettings, ours: str, scrapys: str, kind: Callable[[Any], Any],
              **bounds: float) -> Any:
     """The value of a contract setting that has a Scrapy setting of the same meaning.
 
     Both follow Scrapy's settings priorities: the one given at the higher
     priority wins (``-s RETRY_TIMES=0`` beats ``MAX_RETRIES`` from the
-    environment or ``settings.py``). Scrapy's own default (priority "default")
-    never counts. Given at the same priority with different values they are
-    refused: guessing would silently ignore one of them.
+    environment or ``settings.py``). A default, ours or Scrapy's (priority
+    "default"), never counts. Given at the same priority with different
+    values they are refused: guessing would silently ignore one of them.
     """
-    our_priority, their_priority = settings.getpriority(ours), settings.getpriority(scrapys)
+    our_priority, their_priority = _given_priority(settings, ours), settings.getpriority(scrapys)
     given = DEFAULTS[ours] if settings.get(ours) is None else settings.get(ours)
-    # settings.py fills every contract name in at project priority, with its
-    # default when the environment has none: that is not "given", and must
-    # neither refuse nor beat RETRY_TIMES pasted into settings.py.
-    in_environment = bool((os.environ.get(ours) or "").strip())
-    if our_priority == _PROJECT_PRIORITY and given == DEFAULTS[ours] and not in_environment:
-        our_priority = None
     value = number(ours, given, kind, **bounds)
     if not their_priority:  # absent, or Scrapy's default
         return value
     theirs = number(scrapys, settings.get(scrapys), kind, **bounds)
-    if our_priority is None or their_priority > our_priority:
+    if not our_priority or their_priority > our_priority:
         return theirs
     if their_priority == our_priority and theirs != value:
         raise ConfigError(f"{scrapys}={settings.get(scrapys)!r} and {ours}={given!r} "
                           f"disagree; give only one of them ({ours} is this project's name)")
     return value
+
+
+def _given_priority(settings: BaseSettings, name: str) -> int:
+    """The priority ``name`` was given at; 0 for its default (or when it is absent).
+
+    The environment is the project's own configuration, as ``settings.py`` is:
+    its values count at project priority, so that a Scrapy setting in
+    ``settings.py`` and ours in the environment that disagree are refused.
+    """
+    priority = settings.getpriority(name) or 0
+    return SETTINGS_PRIORITIES["project"] if priority == ENVIRONMENT_PRIORITY else priority
 
 
 def rate_limit_headers(raw: Any) -> tuple[str, ...]:
@@ -330,9 +331,6 @@ class CrawlConfig:
         return f"API_BASE_URL ({mask_url(self.api_base_url)})"
 
 
-_ATTRIBUTE = "_productcrawler_config"
-
-
 def _id_list(get: Callable[[str], Any], ids: Any, *, given_range: bool,
              id_type: str) -> tuple[IdFile | None, bool]:
     """PRODUCT_IDS (or the spider argument ``ids``): (the scanned id file, or None; failed ids only)."""
@@ -352,15 +350,3 @@ def _id_list(get: Callable[[str], Any], ids: Any, *, given_range: bool,
     except IdFileError as error:
         raise ConfigError(f"{name}={raw!r}: {path}: {error}") from None
 
-
-def crawl_config(crawler: Crawler, *, start_id: Any = None, end_id: Any = None, ids: Any = None) -> CrawlConfig:
-    """The crawler's configuration, parsed and validated once and shared by every component.
-
-    The spider is built first and passes its ``start_id``/``end_id``/``ids``
-    arguments; every component built after it gets the same object.
-    """
-    config = getattr(crawler, _ATTRIBUTE, None)
-    if config is None or start_id is not None or end_id is not None or ids is not None:
-        config = CrawlConfig.from_settings(crawler.settings, start_id=start_id, end_id=end_id, ids=ids)
-        setattr(crawler, _ATTRIBUTE, config)
-    return config

@@ -1,14 +1,11 @@
-"""The configuration contract's names and defaults, and how the environment fills them in.
+"""The configuration contract's names and defaults.
 
-``settings.py`` sets every name here at project priority from
-:func:`from_environment`, so ``-s NAME=value`` and scrapyd's
-``setting=NAME=value`` win over the environment; :mod:`.crawl` parses and
-checks the values.
+:mod:`.addon` fills them into Scrapy's settings (the environment, else the
+default); :mod:`.crawl` parses and checks the values.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 SIMULATOR_PORT = 8931
@@ -89,10 +86,3 @@ DEFAULTS: dict[str, Any] = {
     "PROXY_MAX_REQUESTS_PER_SECOND": None,
 }
 
-
-def from_environment(name: str) -> Any:
-    """Project-level value of ``name``: the environment if set, else the default."""
-    env = os.environ.get(name)
-    if env is not None and env.strip() != "":
-        return env
-    return DEFAULTS[name]

@@ -212,7 +212,7 @@ REFERENCE: tuple[Setting, ...] = (
             default='none'),
 )
 
-#: Read by Scrapy's logging set-up rather than the contract (settings.py), but a user's setting all the same.
+#: Read by Scrapy's logging set-up rather than the contract (DEFAULTS), but a user's setting all the same.
 OUTSIDE_DEFAULTS = ("LOG_FORMAT",)
 
 _INTRO = """# Configuration

@@ -60,7 +60,8 @@ def mask_url(url: str | None) -> str | None:
         query = url.find("?", start if end is None else end + 1)
         if query >= 0:
             spans += [(query + 1 + a, query + 1 + b) for a, b in secret_values(url[query + 1:])]
-    shown, shown_to = [], 0
+    shown: list[str] = []
+    shown_to = 0
     for a, b in sorted(spans):
         if a > shown_to or not shown:
             shown += [url[shown_to:a], "***"]

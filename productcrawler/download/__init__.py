@@ -1,7 +1,9 @@
 """Sending a request: Scrapy's aiohttp download handler, lean, with the API's credentials.
 
 ``handler`` is :class:`LeanAiohttpDownloadHandler`, which adds ``API_AUTH`` /
-``API_KEY`` / ``API_HEADERS`` to the API's own URLs on the way to the wire.
+``API_KEY`` / ``API_HEADERS`` to the API's own URLs on the way to the wire;
+``errors`` says what each download error is raised as and named by (the
+reasons in stats, logs and stored failures).
 The handler Scrapy is given (``DOWNLOAD_HANDLERS``) is its paced subclass in
 ``ratelimit/handler.py``, which waits for the rate limit's slot right before
 sending.

@@ -49,26 +49,21 @@ import logging
 import ssl
 import time
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import aiohttp
 import yarl
 from pydispatch.dispatcher import getAllReceivers, liveReceivers
 from scrapy import signals
 from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler
-from scrapy.exceptions import (
-    CannotResolveHostError,
-    DownloadConnectionRefusedError,
-    DownloadFailedError,
-    DownloadTimeoutError,
-    ResponseDataLossError,
-    UnsupportedURLSchemeError,
-)
+from scrapy.exceptions import ResponseDataLossError
 from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from scrapy.utils._download_handlers import get_dataloss_msg, get_warnsize_msg
 
-from productcrawler.config import crawl_config, mask_credentials
+from productcrawler.config import mask_credentials
+from productcrawler.download.errors import scrapy_error
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -82,26 +77,15 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: aiohttp's exceptions as Scrapy's, most specific first (what Scrapy's handler raises for each).
-_SCRAPY_ERRORS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], type[Exception]], ...] = (
-    ((aiohttp.InvalidUrlClientError, aiohttp.NonHttpUrlClientError), UnsupportedURLSchemeError),
-    (aiohttp.ClientConnectorDNSError, CannotResolveHostError),
-    (aiohttp.ClientConnectorError, DownloadConnectionRefusedError),
-)
-
-
 def _scrapy_error(error: BaseException, request: Request, timeout: float) -> Exception:
-    if isinstance(error, TimeoutError):
-        return DownloadTimeoutError(f"Getting {request.url} took longer than {timeout} seconds.")
-    # A proxy's refusal of a CONNECT (an https API through a proxy) names the proxy's URL, password and all.
-    message = mask_credentials(str(error))
-    for library_errors, scrapy_error in _SCRAPY_ERRORS:
-        if isinstance(error, library_errors):
-            return scrapy_error(message)
-    return DownloadFailedError(message)
+    if isinstance(error, TimeoutError):  # Scrapy's message: the URL and the timeout
+        message = f"Getting {request.url} took longer than {timeout} seconds."
+    else:  # A proxy's refusal of a CONNECT (an https API through a proxy) names the proxy's URL, password and all.
+        message = mask_credentials(str(error))
+    return scrapy_error(error, message)
 
 
-def _raise(error: Exception, cause: BaseException, auth: ApiAuth | None) -> None:
+def _raise(error: Exception, cause: BaseException, auth: ApiAuth | None) -> NoReturn:
     """Raise ``error`` (from ``cause``); sent with a credential, with any form of it in the message masked.
 
     aiohttp's own error (the cause) may quote the URL sent, key and all: it is
@@ -135,7 +119,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._addresses: dict[str, IPv4Address | IPv6Address] = {}
         self._response_classes: dict[tuple[bytes | None, bytes | None], type[Response]] = {}
-        self._auth: ApiAuth | None = crawl_config(crawler).api_auth
+        self._auth: ApiAuth | None = crawl_context(crawler).config.api_auth
 
     async def download_request(self, request: Request) -> Response:
         if self._tls_verbose_logging or request.meta.get("bindaddress") or self._download_watched():
@@ -173,7 +157,8 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
                 request.method, url, data=request.body or None, headers=headers,
                 timeout=self._timeout(timeout), ssl=self._ssl_for(request), allow_redirects=False,
                 proxy=self._extract_proxy_url_with_creds(request),
-            ) as response:
+            ) as sent:
+                response = cast("_ClientResponse", sent)  # the session's response_class
                 meta["download_latency"] = time.monotonic() - max(started, meta.get(WRITE_STARTED, started))
                 received = self._extract_headers(response)
                 body, flags = await self._read_body(response, request, received)
@@ -192,7 +177,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
                 timeout=aiohttp.ClientTimeout(total=timeout), ssl=self._ssl_context, allow_redirects=False,
                 proxy=self._extract_proxy_url_with_creds(request),
             ) as response:
-                yield response  # type: ignore[misc]
+                yield cast("_ClientResponse", response)  # the session's response_class
         except (TimeoutError, aiohttp.ClientError) as error:
             _raise(_scrapy_error(error, request, timeout), error, auth)
 
@@ -232,8 +217,9 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         expected = response.content_length
         if maxsize and expected and expected > maxsize:
             self._cancel_maxsize(expected, maxsize, request, expected=True)
-        warned = bool(warnsize and expected and expected > warnsize)
-        if warned:
+        warned = False
+        if warnsize and expected and expected > warnsize:
+            warned = True
             logger.warning(get_warnsize_msg(expected, warnsize, request, expected=True))
         chunks: list[bytes] = []
         received = 0
@@ -280,7 +266,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         return Headers(response.raw_headers)
 
     def _build_base_response_args(self, response: _ClientResponse, request: Request,  # type: ignore[override]
-                                  headers: Headers) -> Any:
+                                  headers: Headers) -> Any:  # Scrapy's is a staticmethod; ours reads self
         version = response.version
         if response._ssl_object is not None:
             certificate = response._ssl_object.getpeercert(binary_form=True)

@@ -82,7 +82,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
 from productcrawler import signals as our_signals
-from productcrawler.config import ConfigError, CrawlConfig, crawl_config
+from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.guard.field_drift import FieldDrift
 from productcrawler.guard.streaks import AUTH, NO_ANSWER, NOT_FOUND, NOT_PRODUCT, PROXIES_DOWN, Streak, diagnosis
 from productcrawler.items import MISSING, FailureItem, ProductItem
@@ -91,6 +91,7 @@ from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
 from productcrawler.proxies.config import parse_proxy_urls
 from productcrawler.retry.policy import RETRY_DELAY_META
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -116,7 +117,6 @@ _BAD_RESPONSE_PREFIX = "bad_response/"
 IDLE_CHECK_INTERVAL = 0.5
 #: Seconds a retry may take, once due, to be handed out by the pass again and sent.
 RETRY_DUE_SLACK = 1.0
-_ATTRIBUTE = "_productcrawler_guard"
 
 
 class WholesaleFailureGuard:
@@ -140,25 +140,21 @@ class WholesaleFailureGuard:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WholesaleFailureGuard:
-        guard = getattr(crawler, _ATTRIBUTE, None)
-        if guard is not None:
-            return guard
+        # One object is both the extension and the item pipeline: the second from_crawler finds the first.
+        context = crawl_context(crawler)
+        if context.guard is not None:
+            return context.guard
         if not _enabled(crawler):
             raise NotConfigured
-        guard = cls(crawler, crawl_config(crawler))
+        guard = cls(crawler, context.config)
         crawler.signals.connect(guard.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(guard.bad_response, signal=our_signals.bad_response)
         crawler.signals.connect(guard.no_answer, signal=our_signals.no_answer)
         crawler.signals.connect(guard.request_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(guard.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(guard.spider_closed, signal=signals.spider_closed)
-        setattr(crawler, _ATTRIBUTE, guard)
+        context.guard = guard
         return guard
-
-    @staticmethod
-    def of(crawler: Crawler) -> WholesaleFailureGuard | None:
-        """The crawler's guard, if it has one (GUARD_ENABLED)."""
-        return getattr(crawler, _ATTRIBUTE, None)
 
     # -- watching answers (extension) ------------------------------------------
 
@@ -275,7 +271,8 @@ class WholesaleFailureGuard:
 
     def _release_if_idle(self) -> None:
         """Nothing in flight can break or extend the open streaks: settle what they hold."""
-        drift_holding = self.field_drift is not None and self.field_drift.holding
+        drift = self.field_drift
+        drift_holding = drift is not None and drift.holding
         if not drift_holding and not any(streak.held for streak in self._streaks):
             return
         if self.crawler.engine.downloader.active:
@@ -283,8 +280,8 @@ class WholesaleFailureGuard:
         if not self.crawler.crawling:  # an operator's stop: the next run fetches them again
             self._drop_all("the crawl was stopped")
             return
-        if drift_holding:
-            self.field_drift.settle_idle()
+        if drift is not None and drift_holding:
+            drift.settle_idle()
         retries_pending = monotonic() < self._retries_due + RETRY_DUE_SLACK
         for streak in self._streaks:
             if not (streak is self._no_answer and retries_pending):

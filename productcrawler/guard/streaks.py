@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from productcrawler.config import mask_credentials
-from productcrawler.retry.middleware import exception_detail, known_reason
+from productcrawler.download.errors import exception_detail, known_reason
 
 if TYPE_CHECKING:
     from twisted.internet.defer import Deferred

@@ -21,8 +21,9 @@ __all__ = ["IdFile", "IdFileError", "IdSource", "ProductId", "RangeIds"]
 
 
 class IdSource(Protocol):
-    #: How many positions the pass has (1..total).
-    total: int
+    @property
+    def total(self) -> int:
+        """How many positions the pass has (1..total)."""
 
     @property
     def descriptor(self) -> str:

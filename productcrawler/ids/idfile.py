@@ -66,7 +66,7 @@ def _shown(raw: bytes) -> str:
 class IdFile:
     """A scanned id file: its digest, its id count and the offset index; ``ids_at`` maps positions to ids."""
 
-    def __init__(self, path: str, id_type: str, total: int, digest: str, offsets: array) -> None:
+    def __init__(self, path: str, id_type: str, total: int, digest: str, offsets: array[int]) -> None:
         self.path = path
         self.id_type = id_type
         self.total = total

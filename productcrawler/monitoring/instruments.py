@@ -11,12 +11,7 @@ database and Redis) except the per-request one, whose middleware is off.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from prometheus_client import Histogram, disable_created_metrics
-
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
 
 NAMESPACE = "productcrawler"
 
@@ -25,14 +20,14 @@ REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 #: A batch upsert or a Redis round trip: sub-millisecond to the client timeouts.
 CALL_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
-_ATTRIBUTE = "_productcrawler_instruments"
-
 # No ``*_created`` series: a crawl process's start is what they would say, and
 # each would be one more gauge family per histogram on every scrape.
 disable_created_metrics()
 
 
 class Instruments:
+    """One crawler's histograms (``crawl_context(crawler).instruments``)."""
+
     def __init__(self) -> None:
         # registry=None: the metrics extension registers them in its crawler's own registry.
         self.request_duration = Histogram(
@@ -48,11 +43,3 @@ class Instruments:
             "Time of one call of the shared scheduler to Redis (a lease, push, ack or heartbeat).",
             buckets=CALL_BUCKETS, registry=None)
 
-
-def instruments_for(crawler: Crawler) -> Instruments:
-    """The crawler's one set of instruments (whoever asks first creates it)."""
-    instruments = getattr(crawler, _ATTRIBUTE, None)
-    if instruments is None:
-        instruments = Instruments()
-        setattr(crawler, _ATTRIBUTE, instruments)
-    return instruments

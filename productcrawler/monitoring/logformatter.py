@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.logformatter import LogFormatterResult
+    from twisted.python.failure import Failure
 
 
 class QuietLogFormatter(LogFormatter):
@@ -30,9 +31,12 @@ class QuietLogFormatter(LogFormatter):
         level = logging.getLevelName(level) if isinstance(level, str) else int(level)
         return cls(debug=level <= logging.DEBUG)
 
-    def crawled(self, request: Request, response: Response, spider: Spider) -> LogFormatterResult | None:
+    def crawled(  # type: ignore[override]  # Scrapy types a dict; its docs and callers take None as "skip"
+        self, request: Request, response: Response, spider: Spider
+    ) -> LogFormatterResult | None:
         return super().crawled(request, response, spider) if self.debug else None
 
-    def scraped(self, item: Any, response: Response | Exception | None,
-                spider: Spider) -> LogFormatterResult | None:
+    def scraped(  # type: ignore[override]  # Scrapy types a dict; its docs and callers take None as "skip"
+        self, item: Any, response: Response | Failure | None, spider: Spider
+    ) -> LogFormatterResult | None:
         return super().scraped(item, response, spider) if self.debug else None

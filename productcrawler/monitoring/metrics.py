@@ -26,13 +26,11 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet.task import deferLater
 
-from productcrawler.config import ConfigError, CrawlConfig, crawl_config
+from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.monitoring import stat_keys
-from productcrawler.monitoring.instruments import instruments_for
 from productcrawler.monitoring.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
-from productcrawler.passes import built_pass
 from productcrawler.proxies.metrics import ProxyStatsCollector
-from productcrawler.ratelimit.middleware import RateLimitMiddleware
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     import threading
@@ -59,7 +57,7 @@ class CrawlStatsCollector:
         self.crawler = crawler
         self.stats: StatsCollector = crawler.stats
         self.config = config
-        self._rate_limit: RateLimitMiddleware | None = None
+        self.context = crawl_context(crawler)
 
     def describe(self) -> list[Metric]:
         # Names only, so that the registry never calls collect() at registration.
@@ -70,7 +68,7 @@ class CrawlStatsCollector:
         # the stats: dict() copies the dict in one step under the GIL, so the
         # loops below never see it change size.
         snapshot = dict(self.stats.get_stats())
-        crawl_pass = built_pass(self.crawler)
+        crawl_pass = self.context.built_pass
         yield from self._families(snapshot, crawl_pass)
         yield from self._state_families(snapshot, crawl_pass)
 
@@ -131,7 +129,7 @@ class CrawlStatsCollector:
         yield _gauge("requests_in_flight", "Requests sent to the API and not answered yet.",
                     self._in_flight())
         yield _gauge("requests_waiting_for_slot", "Requests waiting for a rate-limit slot.",
-                    float(getattr(self._rate_limiter(), "waiting", 0)))
+                    float(getattr(self.context.rate_limit, "waiting", 0)))
         yield _gauge("ratelimit_cap_requests_per_second",
                     "MAX_REQUESTS_PER_SECOND: the cap shared by every instance of the pass.",
                     self.config.max_requests_per_second)
@@ -174,15 +172,6 @@ class CrawlStatsCollector:
             return 0.0
         return float(sum(len(slot.transferring) for slot in list(downloader.slots.values())))
 
-    def _rate_limiter(self) -> RateLimitMiddleware | None:
-        """The rate-limit middleware, whose ``waiting`` is the only thing read from it."""
-        if self._rate_limit is None:
-            middleware = getattr(self._downloader(), "middleware", None)
-            for component in getattr(middleware, "middlewares", ()):
-                if isinstance(component, RateLimitMiddleware):
-                    self._rate_limit = component
-        return self._rate_limit
-
 
 class PrometheusMetrics:
     def __init__(self, crawler: Crawler, config: CrawlConfig, port: int, address: str) -> None:
@@ -191,7 +180,7 @@ class PrometheusMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(CrawlStatsCollector(crawler, config))
         self.registry.register(ProxyStatsCollector(crawler))  # yields nothing without PROXY_URLS
-        instruments = instruments_for(crawler)
+        instruments = crawl_context(crawler).instruments
         self.registry.register(instruments.request_duration)
         self.registry.register(instruments.database_batch_duration)
         if config.redis_url is not None:
@@ -204,7 +193,7 @@ class PrometheusMetrics:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PrometheusMetrics:
-        config = crawl_config(crawler)
+        config = crawl_context(crawler).config
         if config.metrics_port is None:
             raise NotConfigured
         extension = cls(crawler, config, config.metrics_port, config.metrics_address)

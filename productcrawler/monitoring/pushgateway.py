@@ -51,12 +51,12 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from productcrawler.config import crawl_config, mask_url
+from productcrawler.config import mask_url
 from productcrawler.monitoring import stat_keys
 from productcrawler.passes.summary import passes_summary
+from productcrawler.run.context import crawl_context
 from productcrawler.run.exit_status import exit_code
 from productcrawler.run.instance import instance_name
-from productcrawler.storage import database_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -89,7 +89,7 @@ class PushgatewayPush:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PushgatewayPush:
-        config = crawl_config(crawler)
+        config = crawl_context(crawler).config
         if config.pushgateway_url is None:
             raise NotConfigured
         push = cls(crawler, config)
@@ -103,7 +103,8 @@ class PushgatewayPush:
     async def spider_closed(self, reason: str) -> None:
         status = exit_code(self.stats.get_value(stat_keys.EXIT_REASON) or reason)
         try:
-            passes = await maybe_deferred_to_future(database_for(self.crawler).run(passes_summary, PASSES_READ))
+            database = crawl_context(self.crawler).database
+            passes = await maybe_deferred_to_future(database.run(passes_summary, PASSES_READ))
         except Exception as error:  # noqa: BLE001 - the database may be why the crawl stopped
             logger.info("The Pushgateway gets no pass summary: the passes could not be read (%s)", error)
             passes = []

@@ -20,8 +20,7 @@ from scrapy.exceptions import DownloadTimeoutError, NotConfigured
 from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
-from productcrawler.config import crawl_config
-from productcrawler.monitoring.instruments import instruments_for
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from prometheus_client import Histogram
@@ -48,9 +47,10 @@ class RequestTiming:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RequestTiming:
-        if crawl_config(crawler).metrics_port is None:
+        context = crawl_context(crawler)
+        if context.config.metrics_port is None:
             raise NotConfigured
-        return cls(instruments_for(crawler).request_duration)
+        return cls(context.instruments.request_duration)
 
     def process_request(self, request: Request) -> None:
         request.meta[SENT_AT] = time.monotonic()

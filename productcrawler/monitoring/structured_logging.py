@@ -29,7 +29,7 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from productcrawler.config import ConfigError
-from productcrawler.passes import built_pass
+from productcrawler.run.context import crawl_context
 from productcrawler.run.instance import instance_name
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class CrawlFields(logging.Filter):
         args = record.args
         if isinstance(args, Mapping):
             self._request_fields(record, args)
-        crawl_pass = None if self.crawler is None else built_pass(self.crawler)
+        crawl_pass = None if self.crawler is None else crawl_context(self.crawler).built_pass
         if crawl_pass is not None and crawl_pass.pass_id is not None:
             record.pass_id = crawl_pass.pass_id
         record.instance = instance_name()

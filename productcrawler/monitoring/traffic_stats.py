@@ -26,11 +26,15 @@ RESPONSE_STATUS_PREFIX = "downloader/response_status_count/"
 class TrafficStats(DownloaderStats):
     """``DownloaderStats`` without the byte counts (same switch: ``DOWNLOADER_STATS``)."""
 
-    def process_request(self, request: Request) -> None:  # type: ignore[override]
+    def process_request(  # type: ignore[override]  # without the spider argument Scrapy 2.14 deprecates
+        self, request: Request
+    ) -> None:
         self.stats.inc_value(REQUEST_COUNT)
         self.stats.inc_value(f"downloader/request_method_count/{request.method}")
 
-    def process_response(self, request: Request, response: Response) -> Response:  # type: ignore[override]
+    def process_response(  # type: ignore[override]  # without the spider argument Scrapy 2.14 deprecates
+        self, request: Request, response: Response
+    ) -> Response:
         self.stats.inc_value(RESPONSE_COUNT)
         self.stats.inc_value(f"{RESPONSE_STATUS_PREFIX}{response.status}")
         return response

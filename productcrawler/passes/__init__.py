@@ -2,8 +2,8 @@
 
 ``base.py`` is the interface, ``scheduler.py`` its one driver; ``database.py``
 (one process: the database is the ledger) and ``redis_pass.py`` (any number
-of instances share the pass in Redis) implement it. ``pass_for`` picks one by
-``REDIS_URL``.
+of instances share the pass in Redis) implement it. ``new_pass`` picks one by
+``REDIS_URL``; a crawler has one, ``crawl_context(crawler).crawl_pass``.
 """
 
 from __future__ import annotations
@@ -12,49 +12,32 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from productcrawler.config import crawl_config
 from productcrawler.ids import RangeIds
 from productcrawler.ids.failed import failed_snapshot
 from productcrawler.passes.database import DatabasePass
 from productcrawler.passes.record import SharedPassRecord
 from productcrawler.passes.redis_pass import RedisPass
 from productcrawler.redis_connection import async_redis_client
-from productcrawler.storage import database_for
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
-
+    from productcrawler.config import CrawlConfig
     from productcrawler.ids.failed import FailedIds
     from productcrawler.passes.base import Pass
-
-_ATTRIBUTE = "_productcrawler_pass"
-
-
-def pass_for(crawler: Crawler) -> Pass:
-    """The crawler's one pass (the scheduler drives it; the pipeline, progress and metrics read it)."""
-    crawl_pass = getattr(crawler, _ATTRIBUTE, None)
-    if crawl_pass is None:
-        config = crawl_config(crawler)
-        if config.redis_url is None:
-            crawl_pass = DatabasePass(database_for(crawler), config)
-        else:
-            read_failed = None
-            if config.failed_only:
-                database = database_for(crawler)
-
-                async def read_failed() -> FailedIds:
-                    await database.ensure_schema()
-                    return await maybe_deferred_to_future(database.run(failed_snapshot, config.id_type))
-
-            ids = None if config.failed_only else (config.id_file or RangeIds(config.start_id, config.end_id))
-            record = SharedPassRecord(database_for(crawler), tracking=bool(config.track_changes))
-            crawl_pass = RedisPass(async_redis_client(config.redis_url), config.redis_key_prefix, ids,
-                                   heartbeat_ttl=config.redis_heartbeat_ttl, read_failed=read_failed,
-                                   record=record)
-        setattr(crawler, _ATTRIBUTE, crawl_pass)
-    return crawl_pass
+    from productcrawler.storage.database import Database
 
 
-def built_pass(crawler: Crawler) -> Pass | None:
-    """The crawler's pass if something has built it yet (extensions that only read it)."""
-    return getattr(crawler, _ATTRIBUTE, None)
+def new_pass(config: CrawlConfig, database: Database) -> Pass:
+    """The pass ``config`` asks for: in ``database``, or in Redis (which records its outcomes in ``database``)."""
+    if config.redis_url is None:
+        return DatabasePass(database, config)
+    read_failed = None
+    if config.failed_only:
+
+        async def read_failed() -> FailedIds:
+            await database.ensure_schema()
+            return await maybe_deferred_to_future(database.run(failed_snapshot, config.id_type))
+
+    ids = None if config.failed_only else (config.id_file or RangeIds(config.start_id, config.end_id))
+    record = SharedPassRecord(database, tracking=bool(config.track_changes))
+    return RedisPass(async_redis_client(config.redis_url), config.redis_key_prefix, ids,
+                     heartbeat_ttl=config.redis_heartbeat_ttl, read_failed=read_failed, record=record)

@@ -63,13 +63,12 @@ class Lease:
 class Pass(Protocol):
     #: Positions in the pass (ids of its list, duplicates included).
     total: int
-    #: Which id is at each position (known once the pass is open: ``failed`` ids are read then).
-    ids: IdSource
     #: Seconds between looks at a pass that had nothing to hand out.
     poll_interval: float
-    #: The errors that mean "the store is away for now" (retried by the next
-    #: beat or poll); anything else is a bug and is logged as such.
-    unavailable_errors: tuple[type[BaseException], ...]
+
+    @property
+    def ids(self) -> IdSource:
+        """Which id is at each position (known once the pass is open: ``failed`` ids are read then)."""
 
     @property
     def pass_id(self) -> int | None: ...
@@ -85,6 +84,10 @@ class Pass(Protocol):
     @property
     def instance(self) -> str | None:
         """This process's name in a shared pass (None for a pass of one process)."""
+
+    def is_unavailable(self, error: BaseException) -> bool:
+        """Whether ``error`` means "the store is away for now" (retried by the next beat or poll);
+        anything else is a bug and is logged as such."""
 
     async def open(self, *, fresh: bool) -> str:
         """Join or resume the pass over the id list, or start one; returns a line saying which."""

@@ -36,7 +36,7 @@ from productcrawler.storage.errors import is_connection_error
 
 if TYPE_CHECKING:
     from productcrawler.config import CrawlConfig
-    from productcrawler.ids import IdFile, IdSource
+    from productcrawler.ids import IdFile
     from productcrawler.ids.failed import FailedIds
     from productcrawler.passes.database_sql import PassInfo
     from productcrawler.storage.database import Database
@@ -55,7 +55,7 @@ class DatabasePass:
     def __init__(self, database: Database, config: CrawlConfig) -> None:
         self.database = database
         self.config = config
-        self.ids: IdSource = config.id_file or RangeIds(config.start_id, config.end_id)
+        self.ids: IdFile | RangeIds = config.id_file or RangeIds(config.start_id, config.end_id)
         self.total = 0 if config.failed_only else self.ids.total
         self.tracking = bool(config.track_changes)
         self.info: PassInfo | None = None

@@ -106,7 +106,7 @@ def finish_pass(cursor: Any, dialect: Dialect, pass_id: int, now: datetime) -> N
 
 
 def id_bounds(dialect: Dialect, first: int | None, last: int | None,
-              column: str = "product_id") -> tuple[str, tuple[int, ...]]:
+              column: str = "product_id") -> tuple[str, tuple[int | None, ...]]:
     """A ``column BETWEEN first AND last AND `` clause and its parameters; nothing when ``first`` is None."""
     if first is None:
         return "", ()

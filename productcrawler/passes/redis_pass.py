@@ -48,6 +48,7 @@ from productcrawler.config import DEFAULTS, ConfigError
 from productcrawler.ids import RangeIds
 from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
+from productcrawler.redis_connection import reply_text
 from productcrawler.run.instance import instance_name
 
 if TYPE_CHECKING:
@@ -214,6 +215,7 @@ class RedisPass:
         """Lease up to ``count`` positions: due retries, then recovered ones, then fresh ones from the cursor."""
         if self.empty:
             return Lease([], FINISHED)
+        assert self.pass_id is not None, "open() first"
         raw = await self._pop(keys=[self.pass_key, self.key("queue"), self.key("delayed"), self.inflight_key,
                                     self.key("instances")], args=[count, self.instance, self.pass_id, self.token])
         if raw:
@@ -240,6 +242,7 @@ class RedisPass:
         """
         if not positions:
             return RUNNING
+        assert self.pass_id is not None, "open() first"
         done = int(await self._ack(keys=[self.pass_key, self.key("done"), self.key("done_count"),
                                          self.inflight_key, self.key("queue"), self.key("delayed"),
                                          self.key("instances")],
@@ -316,7 +319,7 @@ class RedisPass:
         raw_id, raw_status, raw_token = await self.client.hmget(self.pass_key, ["id", "status", "token"])
         if raw_id is None:
             return LOST
-        pass_id, token = int(raw_id), (raw_token or b"").decode()
+        pass_id, token = int(raw_id), reply_text(raw_token or b"")
         assert self.pass_id is not None, "open() first"
         if pass_id < self.pass_id or (pass_id == self.pass_id and token != self.token):
             return LOST  # the id sequence started again: everything was lost
@@ -326,7 +329,7 @@ class RedisPass:
 
     async def state(self) -> PassState | None:
         """The current pass as Redis has it (None when there is none), whichever this instance is on."""
-        fields = {k.decode(): v.decode() for k, v in (await self.client.hgetall(self.pass_key)).items()}
+        fields = {reply_text(k): reply_text(v) for k, v in (await self.client.hgetall(self.pass_key)).items()}
         if not fields:
             return None
         pass_id = int(fields["id"])
@@ -355,7 +358,7 @@ class RedisPass:
         """Move the leases of instances whose heartbeat stopped back to the queue."""
         # The script declares every key it touches (Redis Cluster requires it), so
         # the instances are read first; one that joins meanwhile is alive anyway.
-        instances = sorted(member.decode() for member in await self.client.smembers(self.key("instances")))
+        instances = sorted(reply_text(member) for member in await self.client.smembers(self.key("instances")))
         if not instances:
             return 0
         keys = [self.key("queue"), self.key("instances")]
@@ -370,7 +373,7 @@ class RedisPass:
     async def _expire(self, pass_id: int) -> None:
         """Let a finished or replaced pass's keys go after FINISHED_TTL; nothing is left to delete by hand."""
         names = ["queue", "delayed", "done", "done_count", "instances"]
-        names += [f"inflight:{member.decode()}"
+        names += [f"inflight:{reply_text(member)}"
                   for member in await self.client.smembers(self.key("instances", pass_id))]
         for name in names:
             await self.client.expire(self.key(name, pass_id), FINISHED_TTL)

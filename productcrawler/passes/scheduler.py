@@ -47,13 +47,13 @@ from scrapy.utils.defer import deferred_from_coro
 from productcrawler import signals as our_signals
 from productcrawler.config.defaults import HEARTBEAT_INTERVAL
 from productcrawler.monitoring import stat_keys
-from productcrawler.monitoring.instruments import instruments_for
-from productcrawler.passes import pass_for
+from productcrawler.monitoring.stats import add_seconds
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
 from productcrawler.passes.calls import PassCalls
 from productcrawler.retry.policy import RESEND_NOW
 from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 from productcrawler.retry.scheduler import DelayingScheduler
+from productcrawler.run.context import crawl_context
 from productcrawler.spiders.products import ProductsSpider
 
 if TYPE_CHECKING:
@@ -92,16 +92,16 @@ class PassScheduler(BaseScheduler):
         self._unpushed: list[tuple[Entry, float]] = []
         self._starved = False  # the engine asked and got nothing
         self._last_beat = (time.time(), 0)
-        self._calls = PassCalls(crawl_pass, crawler.stats, instruments_for(crawler).redis_call_duration)
+        self._calls = PassCalls(crawl_pass, crawler.stats, crawl_context(crawler).instruments.redis_call_duration)
         crawler.signals.connect(self._committed, signal=our_signals.outcomes_committed)
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]
+    def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]  # other spiders get Scrapy's
         if not isinstance(crawler.spider, ProductsSpider):
             # Another spider of the project (one-URL commands, benchmarks): no pass.
             return DelayingScheduler.from_crawler(crawler)
-        return cls(crawler, pass_for(crawler))
+        return cls(crawler, crawl_context(crawler).crawl_pass)
 
     # opening and closing
 
@@ -163,7 +163,7 @@ class PassScheduler(BaseScheduler):
         delay = float(request.meta.pop(RETRY_DELAY, 0) or 0)
         if delay > 0:
             self.stats.inc_value(stat_keys.RETRY_DELAYED)
-            self.stats.inc_value(stat_keys.RETRY_DELAY_SECONDS, delay)
+            add_seconds(self.stats, stat_keys.RETRY_DELAY_SECONDS, delay)
         position = request.meta[POSITION]
         self._settled(request.meta["product_id"], position)
         self._unpushed.append((Entry(position, request.meta.get("retry_times", 0)), delay))
@@ -198,7 +198,7 @@ class PassScheduler(BaseScheduler):
         if not self._leased:
             return None
         entry, product_id = self._leased.popleft()
-        request = self.spider.make_request(product_id)  # type: ignore[union-attr]
+        request = self.spider.make_request(product_id)  # type: ignore[union-attr]  # a ProductsSpider, set in open()
         request.meta[POSITION] = entry.position
         positions = self._in_flight.get(product_id)
         if positions is None:

@@ -53,10 +53,10 @@ def passes_summary(cursor: Any, dialect: Dialect, limit: int = 10) -> list[PassS
 
 def _summary(row: tuple[Any, ...]) -> PassSummary:
     pass_id, started_at, finished_at, *counts, coverage = row
+    stored, missing, failed, changed, removed = (None if count is None else int(count) for count in counts)
     return PassSummary(
         int(pass_id), as_datetime(started_at), None if finished_at is None else as_datetime(finished_at),
-        *(None if count is None else int(count) for count in counts),
-        coverage=_coverage(coverage),
+        stored, missing, failed, changed, removed, coverage=_coverage(coverage),
     )
 
 

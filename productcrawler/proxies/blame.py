@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import aiohttp
-
 from productcrawler.proxies import META_PROXY, gateway_no_answer
 
 if TYPE_CHECKING:
     from scrapy import Request
 
+# Reasons of download errors (download/errors.py): the proxy's, or unclear (the proxy's or the id's).
 PROXY_FAILURE_REASONS = frozenset({"connection_refused", "connect_error", "dns_lookup_failed", "tunnel_error"})
 PROXY_FAILURE_STATUSES = frozenset({407})
 UNCLEAR_REASONS = frozenset({"timeout", "connection_lost", "connection_closed", "response_failed"})
@@ -42,8 +41,3 @@ def no_answer_from_the_api(request: Request, status: int) -> bool:
     """Whether this answer is not the API's: a proxy's (re-sent), or a gateway's 502/504 through a proxy."""
     return resent_through_another_proxy(request, status) or gateway_no_answer(request, status)
 
-
-def tunnel_refusal(exception: BaseException) -> int | None:
-    """The status with which a proxy refused a CONNECT tunnel (an https API), if that is the error."""
-    cause = exception if isinstance(exception, aiohttp.ClientHttpProxyError) else exception.__cause__
-    return cause.status if isinstance(cause, aiohttp.ClientHttpProxyError) else None

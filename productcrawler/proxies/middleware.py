@@ -44,10 +44,12 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro
 
-from productcrawler.config import burst_for_rate, crawl_config, mask_url
-from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS, WholesaleFailureGuard
+from productcrawler.config import burst_for_rate, mask_url
+from productcrawler.download.errors import exception_reason, tunnel_refusal
+from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS
 from productcrawler.guard.streaks import PROXIES_DOWN
 from productcrawler.monitoring import stat_keys
+from productcrawler.monitoring.stats import add_seconds
 from productcrawler.proxies import GATEWAY_STATUSES, META_ABANDONED, META_PROXY
 from productcrawler.proxies.blame import (
     META_AVOID,
@@ -56,7 +58,6 @@ from productcrawler.proxies.blame import (
     PROXY_FAILURE_STATUSES,
     UNCLEAR_REASONS,
     UNCLEAR_STATUSES,
-    tunnel_refusal,
 )
 from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
 from productcrawler.proxies.config import ProxyConfig
@@ -65,10 +66,11 @@ from productcrawler.proxies.pool import ProxyPool, stat
 from productcrawler.proxies.shared import RedisHealthBook
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
+from productcrawler.ratelimit.wait import wait_for_fresh_slot
 from productcrawler.redis_connection import async_redis_client
-from productcrawler.retry.middleware import exception_reason
 from productcrawler.retry.policy import RESEND_NOW
 from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from typing import Self
@@ -100,7 +102,7 @@ class ProxyMiddleware:
         self._all_resting_logged = False
         self._answered = False  # any answer but a 407 through any proxy, in this run
         self._stopping = False  # the guard stopped the crawl: waiters give up
-        crawl = crawl_config(crawler)
+        crawl = crawl_context(crawler).config
         self.outage = ProxyOutage(config.proxies, enabled=crawl.guard_no_answers > 0,
                                   seconds=crawl.guard_no_answers_seconds)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -111,7 +113,7 @@ class ProxyMiddleware:
         config = ProxyConfig.from_settings(crawler.settings)
         if config is None:
             raise NotConfigured
-        crawl = crawl_config(crawler)
+        crawl = crawl_context(crawler).config
         book: HealthBook
         client = None
         if crawl.redis_url is None:
@@ -121,7 +123,7 @@ class ProxyMiddleware:
                                         socket_connect_timeout=REDIS_TIMEOUT)
             book = RedisHealthBook(client, key_prefix=crawl.redis_key_prefix,
                                    keys=[p.key for p in config.proxies], policy=config.policy)
-        limiters = None
+        limiters: list[RateLimiter] | None = None
         rate = config.max_requests_per_second
         if rate is not None:
             burst = burst_for_rate(rate)
@@ -152,7 +154,7 @@ class ProxyMiddleware:
         if proxy is None:
             proxy = await self._wait_for_a_proxy(request, avoid)
         if self.limiters is not None:
-            await self._wait_for_slot(self.limiters[proxy.index])
+            await wait_for_fresh_slot(self.limiters[proxy.index])  # the proxy's own rate
         meta = request.meta
         meta["proxy"] = proxy.url
         meta[Downloader.DOWNLOAD_SLOT] = proxy.slot
@@ -160,18 +162,6 @@ class ProxyMiddleware:
         if proxy.auth is not None:
             request.headers[b"Proxy-Authorization"] = proxy.auth
         self.stats.inc_value(stat("requests", proxy))
-
-    @staticmethod
-    async def _wait_for_slot(limiter: RateLimiter) -> None:
-        """The proxy's own rate, as RateLimitMiddleware applies the global one."""
-        while True:
-            reservation = await limiter.acquire()
-            delay = reservation.at - time.monotonic()
-            if delay > 0:
-                await sleep(delay)
-            if time.monotonic() <= reservation.deadline:
-                return
-            # Woken too late (event-loop lag): a new slot, or this one would crowd the next.
 
     async def _wait_for_a_proxy(self, request: Request, avoid: int | None) -> Proxy:
         started = time.monotonic()
@@ -190,13 +180,13 @@ class ProxyMiddleware:
                 request.meta[META_ABANDONED] = True
                 raise IgnoreRequest("the crawl is stopping and no proxy is usable")
             await sleep(min(SYNC_INTERVAL, max(0.01, self.pool.seconds_until_one_is_back())))
-        self.stats.inc_value(stat("all_resting_wait_seconds"), time.monotonic() - started, start=0.0)
+        add_seconds(self.stats, stat("all_resting_wait_seconds"), time.monotonic() - started)
         return proxy
 
     def _stop_if_waiting_cannot_help(self) -> None:
         if not self._answered and self.pool.all_refused_credentials():
             self._stop_for_credentials()
-        elif WholesaleFailureGuard.of(self.crawler) is not None and (diagnosis := self.outage.diagnosis()):
+        elif crawl_context(self.crawler).guard is not None and (diagnosis := self.outage.diagnosis()):
             self._stop(PROXIES_DOWN, diagnosis)
 
     def _stop_for_credentials(self) -> None:
@@ -207,7 +197,7 @@ class ProxyMiddleware:
 
     def _stop(self, kind: str, diagnosis: str) -> None:
         self._stopping = True
-        guard = WholesaleFailureGuard.of(self.crawler)
+        guard = crawl_context(self.crawler).guard
         if guard is not None:
             guard.stop_for(kind, diagnosis)
         else:  # GUARD_ENABLED off: wrong credentials still stop (exit 3) rather than wait forever

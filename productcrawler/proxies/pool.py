@@ -150,18 +150,18 @@ class ProxyPool:
     async def sync(self) -> None:
         async with self._sync_lock:
             self._wake.clear()
-            deltas = [tuple(d) for d in self._deltas]
+            deltas = [(d[0], d[1]) for d in self._deltas]
             for d in self._deltas:
                 d[0] = d[1] = 0
             try:
-                snapshot = await self.book.sync(deltas)  # type: ignore[arg-type]
+                snapshot = await self.book.sync(deltas)
             except Exception as error:  # noqa: BLE001 - Redis away: keep counting, keep the last view
                 for d, (successes, failures) in zip(self._deltas, deltas):
                     d[0] += successes
                     d[1] += failures
                 self._book_unavailable(error)
                 if self.fallback is not None:
-                    self._apply(await self.fallback.sync(deltas))  # type: ignore[arg-type]
+                    self._apply(await self.fallback.sync(deltas))
                 self._synced.set()
                 return
             if self._redis_down_logged:

@@ -3,6 +3,7 @@
 ``bucket`` holds the GCRA arithmetic (:class:`TokenBucket`, pure, with an
 injectable clock) and its async adapter (:class:`LocalRateLimiter`);
 ``redis_bucket`` holds the shared bucket (:class:`RedisTokenBucket`);
+``wait`` the wait for a slot (never before it, never on a stale one);
 ``handler`` the download handler that waits for each slot right before
 sending. The downloader middleware that builds them is
 :mod:`productcrawler.ratelimit.middleware`, whose docstring explains how the

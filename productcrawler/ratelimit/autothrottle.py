@@ -28,7 +28,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from productcrawler.config import ConfigError
-from productcrawler.ratelimit.middleware import rate_limit_of
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     # typing.Self requires Python 3.11
@@ -90,6 +90,6 @@ class BucketAutoThrottle:
         self._apply()
 
     def _apply(self) -> None:
-        limit = rate_limit_of(self.crawler)
+        limit = crawl_context(self.crawler).rate_limit
         if limit is not None:
             limit.limiter.set_pace(self.pace)

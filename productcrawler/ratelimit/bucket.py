@@ -153,7 +153,8 @@ class BackoffPolicy:
         return max(self.floor, factor * self.multiplier)
 
 
-class Lease(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Lease:
     """``count`` consecutive slots: ``max(not_before, base + k * interval)``."""
 
     base: float

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED
-from productcrawler.ratelimit.middleware import RateLimitMiddleware
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -22,16 +22,15 @@ if TYPE_CHECKING:
 class BudgetGateMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self._rate_limit: RateLimitMiddleware | None = None
+        self.context = crawl_context(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BudgetGateMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
-        if self._rate_limit is None:
-            self._rate_limit = self.crawler.get_downloader_middleware(RateLimitMiddleware)
-        budget = None if self._rate_limit is None else self._rate_limit.budget
+        rate_limit = self.context.rate_limit
+        budget = None if rate_limit is None else rate_limit.budget
         if budget is not None:
             await budget.admit(request)
             request.meta[META_BUDGET_ADMITTED] = True

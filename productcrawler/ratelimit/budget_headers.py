@@ -33,7 +33,7 @@ import logging
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import http_sf
 
@@ -124,16 +124,19 @@ def _x_ratelimit(headers: Headers, wall_now: float) -> WindowBudget | None:
 
 def _sf_list(name: str, text: str) -> list[tuple[Any, dict[str, Any]]]:
     try:
-        parsed = http_sf.parse(text.encode("latin-1"), tltype="list")
+        # parse() is typed as any structure; a "list" is (member, parameters) pairs.
+        parsed = cast("list[tuple[Any, dict[str, Any]]]", http_sf.parse(text.encode("latin-1"), tltype="list"))
     except http_sf.StructuredFieldError as error:
         raise Malformed(f"{name}: {text!r}: {error}") from None
     return [(value, params) for value, params in parsed if not isinstance(value, list)]
 
 
-def _sf_integer(name: str, params: dict[str, Any], key: str, *, required: bool = True) -> int | None:
+def _sf_optional_integer(name: str, params: dict[str, Any], key: str) -> int | None:
+    return None if params.get(key) is None else _sf_integer(name, params, key)
+
+
+def _sf_integer(name: str, params: dict[str, Any], key: str) -> int:
     value = params.get(key)
-    if value is None and not required:
-        return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise Malformed(f"{name}: {key}={value!r} is not a non-negative integer")
     return value
@@ -148,7 +151,7 @@ def _ietf(headers: Headers, wall_now: float) -> WindowBudget | None:
     if policy_text is not None:
         for name, params in _sf_list("RateLimit-Policy", policy_text):
             policies[name] = (_sf_integer("RateLimit-Policy", params, "q"),
-                              _sf_integer("RateLimit-Policy", params, "w", required=False))
+                              _sf_optional_integer("RateLimit-Policy", params, "w"))
     budgets = []
     for name, params in _sf_list("RateLimit", current):
         remaining = _sf_integer("RateLimit", params, "r")
@@ -175,7 +178,7 @@ def _ietf_split(headers: Headers) -> WindowBudget | None:
         if not members or isinstance(members[0][0], bool) or not isinstance(members[0][0], int):
             raise Malformed(f"RateLimit-Limit: {limit!r} is not a quota")
         quota = members[0][0]
-        windows = [_sf_integer("RateLimit-Limit", params, "w", required=False) for _value, params in members]
+        windows = [_sf_optional_integer("RateLimit-Limit", params, "w") for _value, params in members]
         window = next((float(w) for w in windows if w is not None), None)
     return WindowBudget(IETF, _count("RateLimit-Remaining", remaining), reset, resolution,
                         quota=quota, window=window)

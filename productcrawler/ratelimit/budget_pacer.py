@@ -81,8 +81,7 @@ class BudgetPacer:
 
     async def admit(self, request: Request) -> None:
         """Wait until the budget lets ``request`` go."""
-        if self.announced is False:
-            request.meta[META_BUDGET_SEQ] = None
+        if self._unannounced(request):
             return
         while not self.gate.known():
             if self.probing < PROBES:
@@ -95,10 +94,16 @@ class BudgetPacer:
                 await asyncio.wait_for(self._probe_done.wait(), PROBE_TIMEOUT)
             except TimeoutError:
                 self.probing = 0  # those probes are lost: their end no longer counts
-            if self.announced is False:
-                request.meta[META_BUDGET_SEQ] = None
+            if self._unannounced(request):  # the answers to the probes said so meanwhile
                 return
         request.meta[META_BUDGET_SEQ] = await self.gate.admit()
+
+    def _unannounced(self, request: Request) -> bool:
+        """The API announces no budget: ``request`` goes without one."""
+        if self.announced is False:
+            request.meta[META_BUDGET_SEQ] = None
+            return True
+        return False
 
     def done(self, request: Request) -> None:
         """``request`` was answered or failed: a probe among it ends."""

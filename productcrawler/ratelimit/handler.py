@@ -13,7 +13,7 @@ none (it grows while the API holds its answers, and the connections of answers
 that came back together are freed only as the reactor gets to them), aiohttp
 opens one, which takes at least a turn of the event loop, tens of milliseconds
 on a busy one, and requests checked apart could be written together after
-their slots have gone stale (tests/test_rate_at_the_wire.py, the API's stall;
+their slots have gone stale (tests/test_ratelimit_at_the_wire.py, the API's stall;
 docs/design-notes.md#the-rate-limit-waits-at-the-wire). So
 :class:`PacedAiohttpDownloadHandler` gets its connections from a
 :class:`PacedConnector`, which checks the slot's deadline again once the
@@ -41,7 +41,8 @@ from scrapy.core.downloader.handlers._aiohttp import _ClientResponse
 
 from productcrawler.download.handler import WRITE_STARTED, LeanAiohttpDownloadHandler
 from productcrawler.monitoring.request_timing import SENT_AT
-from productcrawler.ratelimit.middleware import rate_limit_enabled, rate_limit_of
+from productcrawler.ratelimit.middleware import rate_limit_enabled
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -62,22 +63,23 @@ class PacedDownloadMixin:
     """Waits for the crawler's rate-limit slot before the download handler sends a request."""
 
     crawler: Crawler
+    paces_requests: bool = True  # what RateLimitMiddleware checks DOWNLOAD_HANDLERS for
     _unpaced_logged: bool = False
 
     async def download_request(self, request: Request) -> Response:
-        limit = rate_limit_of(self.crawler)
+        limit = crawl_context(self.crawler).rate_limit
         if limit is None:
             if not self._unpaced_logged and rate_limit_enabled(self.crawler.settings):
                 self._unpaced_logged = True
                 logger.error("RATE_LIMIT_ENABLED is on but RateLimitMiddleware is not in "
                              "DOWNLOADER_MIDDLEWARES: requests are sent without a rate limit")
-            return await super().download_request(request)  # type: ignore[misc]
+            return await super().download_request(request)  # type: ignore[misc]  # a mixin: the handler it is mixed into has it
         deadline = await limit.wait_for_slot(request)
         if SENT_AT in request.meta:  # metrics on: the latency starts at the send, not the wait
             request.meta[SENT_AT] = time.monotonic()
         sending = _SENDING.set((limit, request, deadline))
         try:
-            return await super().download_request(request)  # type: ignore[misc]
+            return await super().download_request(request)  # type: ignore[misc]  # a mixin: the handler it is mixed into has it
         finally:
             _SENDING.reset(sending)
 

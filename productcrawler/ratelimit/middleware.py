@@ -54,21 +54,22 @@ check would be sent late.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-import weakref
 from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
-from productcrawler.config import ConfigError, crawl_config, mask_url
+from productcrawler.config import ConfigError, mask_url
 from productcrawler.monitoring import stat_keys
-from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket, wake_time
+from productcrawler.monitoring.stats import add_seconds
+from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED, BudgetPacer
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
+from productcrawler.ratelimit.wait import wait_for_fresh_slot
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     # typing.Self requires Python 3.11
@@ -88,15 +89,6 @@ META_GRANTED_AT = "ratelimit_granted_at"  # when the bucket granted this request
 EFFECTIVE_RATE_INTERVAL = 1.0  # seconds between updates of the effective_rate stat
 PACING_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"
 
-# The limiter of each running crawler, for its download handler to wait on.
-_LIMITS: weakref.WeakKeyDictionary[Crawler, RateLimitMiddleware] = weakref.WeakKeyDictionary()
-
-
-def rate_limit_of(crawler: Crawler) -> RateLimitMiddleware | None:
-    """The crawler's rate limit, or None when it has none (RATE_LIMIT_ENABLED=False)."""
-    return _LIMITS.get(crawler)
-
-
 def rate_limit_enabled(settings: BaseSettings) -> bool:
     try:
         return settings.getbool("RATE_LIMIT_ENABLED", True)
@@ -106,13 +98,16 @@ def rate_limit_enabled(settings: BaseSettings) -> bool:
 
 
 def check_handlers(settings: BaseSettings) -> None:
-    """The wait happens in the download handler: one that does not pace would send unthrottled."""
-    from productcrawler.ratelimit.handler import PacedDownloadMixin
+    """The wait happens in the download handler: one that does not pace would send unthrottled.
 
+    A handler that paces says so with a true ``paces_requests`` class attribute
+    (:class:`~productcrawler.ratelimit.handler.PacedDownloadMixin` sets it): the
+    handler module imports this one, so this one does not import it.
+    """
     handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
     for scheme in ("http", "https"):
         path = handlers.get(scheme)
-        if path and not issubclass(load_object(path), PacedDownloadMixin):
+        if path and not getattr(load_object(path), "paces_requests", False):
             raise ConfigError(f"DOWNLOAD_HANDLERS[{scheme!r}]={path!r}: the rate limit "
                               f"(MAX_REQUESTS_PER_SECOND) is applied by the download handler; use "
                               f"{PACING_HANDLER} or a subclass of "
@@ -162,7 +157,8 @@ class RateLimitMiddleware:
         if not rate_limit_enabled(crawler.settings):
             raise NotConfigured
         check_handlers(crawler.settings)
-        config = crawl_config(crawler)
+        context = crawl_context(crawler)
+        config = context.config
         rate, burst = config.max_requests_per_second, config.rate_limit_burst
         limiter: RateLimiter
         if config.redis_url is None:
@@ -174,7 +170,8 @@ class RateLimitMiddleware:
                                                 rate=rate, burst=burst)
             logger.debug("Rate limit shared through %s", mask_url(config.redis_url))
         middleware = cls(crawler, limiter, BudgetPacer.from_config(crawler.stats, config))
-        _LIMITS[crawler] = middleware
+        # The download handler waits on it for every request.
+        context.rate_limit = middleware
         return middleware
 
     @property
@@ -221,7 +218,7 @@ class RateLimitMiddleware:
         request.meta[META_GRANTED_AT] = reservation.granted_at
         if slept:
             self.stats.inc_value(stat_keys.RATELIMIT_WAITS)
-        self.stats.inc_value(stat_keys.RATELIMIT_WAIT_SECONDS, now - entered, start=0.0)
+        add_seconds(self.stats, stat_keys.RATELIMIT_WAIT_SECONDS, now - entered)
         self._record_send(now)
         return reservation.deadline
 
@@ -235,39 +232,24 @@ class RateLimitMiddleware:
         was counted by :meth:`wait_for_slot` already. Returns the new deadline.
         """
         entered = time.monotonic()
-        self.late_wakeups += 1
-        self.stats.inc_value(stat_keys.RATELIMIT_LATE_WAKEUPS)
+        self._late_wakeup()
         self.stats.inc_value(stat_keys.RATELIMIT_LATE_CONNECTIONS)
         reservation, _ = await self._wait()
         request.meta[META_GRANTED_AT] = reservation.granted_at
-        self.stats.inc_value(stat_keys.RATELIMIT_WAIT_SECONDS, time.monotonic() - entered, start=0.0)
+        add_seconds(self.stats, stat_keys.RATELIMIT_WAIT_SECONDS, time.monotonic() - entered)
         return reservation.deadline
 
     async def _wait(self) -> tuple[Reservation, bool]:
         """A slot that has come and is not stale yet, and whether the wait slept."""
         self.waiting += 1
-        slept = False
         try:
-            while True:
-                reservation = await self.limiter.acquire()
-                now = time.monotonic()
-                if now < reservation.at:
-                    slept = True
-                    # Woken with the other slots of its tick (see wake_time); a timer
-                    # that fires before the slot itself (the loop rounds to the
-                    # millisecond) sleeps again: never sent before its slot.
-                    wake = wake_time(reservation.at, reservation.deadline, 1.0 / self.limiter.rate)
-                    while now < reservation.at:
-                        await asyncio.sleep(wake - now)
-                        now = time.monotonic()
-                if now <= reservation.deadline:
-                    return reservation, slept
-                # Woken too late (event-loop lag): sending now could crowd the
-                # slots granted after this one, so take a new slot instead.
-                self.late_wakeups += 1
-                self.stats.inc_value(stat_keys.RATELIMIT_LATE_WAKEUPS)
+            return await wait_for_fresh_slot(self.limiter, self._late_wakeup)
         finally:
             self.waiting -= 1
+
+    def _late_wakeup(self) -> None:
+        self.late_wakeups += 1
+        self.stats.inc_value(stat_keys.RATELIMIT_LATE_WAKEUPS)
 
     def _record_send(self, now: float) -> None:
         self.sent += 1

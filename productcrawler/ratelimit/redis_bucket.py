@@ -1,16 +1,17 @@
 """One token bucket shared by every crawler instance through Redis.
 
-The bucket is the GCRA of :mod:`.bucket`, run inside Redis by an atomic Lua
-script whose clock is the server's ``TIME``, so the instances' own clocks
-never matter. To keep Redis well under one round trip per request, an
+The bucket is the GCRA of :mod:`.bucket`, run inside Redis by atomic Lua
+scripts (``lua/bucket_lease.lua``, and ``lua/bucket_backoff.lua`` for a 429)
+whose clock is the server's ``TIME``, so the instances' own clocks never
+matter. To keep Redis well under one round trip per request, an
 instance *leases* up to ``lease_max`` slots per call (2 % of the rate by
 default; the lease doubles each time all its slots were used, and halves when
 leased slots go unused). The script answers ``(server_now, base, interval,
 factor)`` and the k-th leased slot is ``max(server_now, base + k * interval)`` in server time.
 The same call bounds the offset between server time and local
 ``time.monotonic()`` (the server read its clock between the call's start and
-its reply; the bounds of all calls are intersected), so each leased slot
-becomes a local send time of its own.
+its reply; :class:`~productcrawler.redis_clock.ServerClock` intersects the
+bounds of all calls), so each leased slot becomes a local send time of its own.
 
 Leased slots are written into the shared TAT before anyone uses them: an
 instance that dies with unused slots leaves lost capacity, never extra. The
@@ -41,6 +42,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from productcrawler.config import mask_url
+from productcrawler.config.driver_errors import describe
 from productcrawler.config.values import ambiguous_userinfo
 from productcrawler.ratelimit.bucket import (
     BackoffPolicy,
@@ -50,7 +52,9 @@ from productcrawler.ratelimit.bucket import (
     granting_burst,
     late_tolerance,
 )
+from productcrawler.redis_clock import ServerClock
 from productcrawler.redis_connection import AsyncClient, async_redis_client, redis_client
+from productcrawler.redis_lua import lua_script
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -68,52 +72,8 @@ OUTAGE_MAX = 30.0  # give up (the request fails) after this long without Redis
 LEAD_MAX = 1.0  # seconds; the most a lease's first slot is put off for a slow round trip
 LEAD_CALLS = 8  # the lead is the fastest of this many latest round trips: one slow call moves nothing
 
-_RECOVERED_FACTOR = """
-local function recovered_factor(s_factor, s_factor_at, now, recovery)
-  if not s_factor then return 1 end
-  local f = tonumber(s_factor) + recovery * math.max(0, now - tonumber(s_factor_at))
-  return math.min(1, f)
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-"""
-
-# KEYS[1] bucket hash; ARGV rate, burst, count, recovery_per_second, ttl, pace
-# (this instance's latency-based ceiling, or the rate when it has none), lead
-# (seconds: no slot earlier than now + lead, the time the reply takes to be of use).
-# Returns server_now, base, interval, factor as strings (Lua numbers would be
-# truncated to integers on the way out).
-LEASE_SCRIPT = _RECOVERED_FACTOR + """
-local rate, burst, count = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local s = redis.call('HMGET', KEYS[1], 'tat', 'factor', 'factor_at')
-local factor = recovered_factor(s[2], s[3], now, tonumber(ARGV[4]))
-local interval = 1 / math.min(rate * factor, tonumber(ARGV[6]))
-local tat = math.max(tonumber(s[1]) or now, now + tonumber(ARGV[7]))
-local base = tat - (burst - 1) / rate
-tat = math.ceil((tat + count * interval) * 1000000) / 1000000
-redis.call('HSET', KEYS[1], 'tat', string.format('%.6f', tat))
-redis.call('PEXPIRE', KEYS[1], math.ceil((tat - now + tonumber(ARGV[5])) * 1000))
-return {string.format('%.6f', now), string.format('%.6f', base),
-        string.format('%.17g', interval), string.format('%.6f', factor)}
-"""
-
-# KEYS[1] bucket hash; ARGV granted_at (server seconds, -1 unknown),
-# multiplier, floor, recovery_per_second, ttl. Returns applied ('1'/'0'), factor.
-BACKOFF_SCRIPT = _RECOVERED_FACTOR + """
-local s = redis.call('HMGET', KEYS[1], 'tat', 'factor', 'factor_at', 'backoff_at')
-local factor = recovered_factor(s[2], s[3], now, tonumber(ARGV[4]))
-local granted_at = tonumber(ARGV[1])
-if granted_at >= 0 and s[4] and granted_at < tonumber(s[4]) then
-  return {'0', string.format('%.6f', factor)}
-end
-factor = math.max(tonumber(ARGV[3]), factor * tonumber(ARGV[2]))
-local stamp = string.format('%.6f', now)
-redis.call('HSET', KEYS[1], 'factor', string.format('%.6f', factor), 'factor_at', stamp,
-           'backoff_at', stamp)
-local tat = math.max(tonumber(s[1]) or now, now)
-redis.call('PEXPIRE', KEYS[1], math.ceil((tat - now + tonumber(ARGV[5])) * 1000))
-return {'1', string.format('%.6f', factor)}
-"""
+LEASE_SCRIPT = lua_script("productcrawler.ratelimit", "bucket_prelude.lua", "bucket_lease.lua")
+BACKOFF_SCRIPT = lua_script("productcrawler.ratelimit", "bucket_prelude.lua", "bucket_backoff.lua")
 
 
 def ping(url: str) -> None:
@@ -121,11 +81,9 @@ def ping(url: str) -> None:
 
     A synchronous one-off at start-up; the hot path only uses ``redis.asyncio``.
     redis-py's message is told as the start-up checks tell it
-    (:func:`productcrawler.run.preflight.describe`): left out, and not chained,
+    (:func:`productcrawler.config.driver_errors.describe`): left out, and not chained,
     when the password is ambiguous, for it names pieces of the password.
     """
-    from productcrawler.run.preflight import describe  # (preflight imports the rate limit)
-
     client = redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
     try:
         client.ping()
@@ -154,8 +112,7 @@ class RedisTokenBucket:
         self.lease_max: int = lease_max or max(1, int(rate * LEASE_FRACTION))
         self.policy: BackoffPolicy = policy or BackoffPolicy()
         self.clock: Callable[[], float] = clock
-        self.offset: float | None = None  # server time minus local monotonic time
-        self._offset_bounds: tuple[float, float] | None = None
+        self.server_clock = ServerClock()
         self.redis_calls: int = 0
         self.expired_slots: int = 0
         self.pace: float | None = None
@@ -222,7 +179,7 @@ class RedisTokenBucket:
         received = self.clock()
         self._round_trips.append(min(LEAD_MAX, received - started))
         server_now, base, interval, factor = (float(value) for value in reply)
-        offset = self._estimate_offset(server_now, started, received)
+        offset = self.server_clock.observe(server_now, started, received)
         self._factor = factor
         tolerance = late_tolerance(1.0 / self.rate, self.burst)
         for slot in Lease(base, interval, count, server_now + lead).slots():
@@ -231,25 +188,6 @@ class RedisTokenBucket:
             at = slot - offset
             self._slots.append(Reservation(at=at, granted_at=server_now, slot=slot,
                                            deadline=at + tolerance))
-
-    def _estimate_offset(self, server_now: float, started: float, received: float) -> float:
-        """Server time minus local time, from every call so far.
-
-        Each call bounds it: the server read its clock between ``started`` and
-        ``received``. A single call's midpoint is off by up to half its round
-        trip, and a slow reply (a busy event loop, a Redis stall) would shift
-        one lease's slots against the next and bunch them; the intersection of
-        all the bounds is as tight as the fastest call. When the bounds stop
-        overlapping (a clock step, drift), it starts again from this call.
-        """
-        low, high = server_now - received, server_now - started
-        if self._offset_bounds is not None:
-            best_low, best_high = self._offset_bounds
-            if max(low, best_low) <= min(high, best_high):
-                low, high = max(low, best_low), min(high, best_high)
-        self._offset_bounds = (low, high)
-        self.offset = (low + high) / 2
-        return self.offset
 
     async def _run(self, script: Any, args: list[Any]) -> list[bytes]:
         """Call ``script``, waiting out a Redis outage of up to OUTAGE_MAX seconds."""

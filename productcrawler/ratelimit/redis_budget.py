@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
@@ -31,6 +30,7 @@ from productcrawler.ratelimit import budget_plan
 from productcrawler.ratelimit.budget_plan import AHEAD, Budget
 from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report
 from productcrawler.redis_connection import AsyncClient, async_redis_client
+from productcrawler.redis_lua import lua_script
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,12 +44,8 @@ KEY_TTL = 120.0  # seconds the shared budget outlives its last use
 REDIS_TIMEOUT = 5.0
 
 
-def _script(name: str) -> str:
-    return resources.files("productcrawler.ratelimit").joinpath("lua", name).read_text(encoding="utf-8")
-
-
-CLAIM_SCRIPT = _script("budget_claim.lua")
-REPORT_SCRIPT = _script("budget_report.lua")
+CLAIM_SCRIPT = lua_script("productcrawler.ratelimit", "budget_claim.lua")
+REPORT_SCRIPT = lua_script("productcrawler.ratelimit", "budget_report.lua")
 
 
 class RedisBudgetGate:

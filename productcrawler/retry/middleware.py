@@ -16,8 +16,9 @@ What it adds:
   (see ``retry/policy.py``); the scheduler holds the request that long, off
   the downloader;
 * retry reasons are short and stable (``http_503``, ``timeout``,
-  ``connection_refused``), in ``retry/reason_count/<reason>`` and in the log,
-  where Scrapy writes ``503 Service Unavailable`` or an exception's class path;
+  ``connection_refused``: ``download/errors.py`` names the errors), in
+  ``retry/reason_count/<reason>`` and in the log, where Scrapy writes
+  ``503 Service Unavailable`` or an exception's class path;
 * ``RETRY_HTTP_CODES`` may be given as JSON (``-s 'RETRY_HTTP_CODES=[]'``) as
   well as a comma list, and a bad value is refused at start with its name;
 * the raw Twisted forms of the errors that Scrapy's handlers wrap are retried
@@ -32,32 +33,16 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from typing import TYPE_CHECKING
 
-from scrapy.core.downloader.handlers.http11 import TunnelError
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
-from scrapy.exceptions import (
-    CannotResolveHostError,
-    DownloadConnectionRefusedError,
-    DownloadFailedError,
-    DownloadTimeoutError,
-    ResponseDataLossError,
-)
+from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError
 from scrapy.settings import BaseSettings
 from twisted.internet import defer
-from twisted.internet.error import (
-    ConnectError,
-    ConnectionDone,
-    ConnectionLost,
-    DNSLookupError,
-    TCPTimedOutError,
-)
-from twisted.internet.error import ConnectionRefusedError as TxConnectionRefusedError
-from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.web.client import ResponseFailed
 
 from productcrawler.config import ConfigError
+from productcrawler.download.errors import exception_reason
 from productcrawler.retry.policy import RetryPolicy
 
 if TYPE_CHECKING:
@@ -66,68 +51,15 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
 
-__all__ = ["ApiRetryMiddleware", "exception_reason", "known_reason", "retry_http_codes"]
+__all__ = ["ApiRetryMiddleware", "retry_http_codes"]
 
 logger = logging.getLogger(__name__)
-
-# Most specific first: Scrapy 2.19's handlers wrap the Twisted errors in their
-# own exceptions, other handlers (or code paths) may let the raw ones through.
-_EXCEPTION_REASONS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
-    ((DownloadTimeoutError, TxTimeoutError, TCPTimedOutError, defer.TimeoutError, TimeoutError),
-     "timeout"),
-    ((DownloadConnectionRefusedError, TxConnectionRefusedError, ConnectionRefusedError),
-     "connection_refused"),
-    ((CannotResolveHostError, DNSLookupError), "dns_lookup_failed"),
-    ((ResponseDataLossError,), "response_data_loss"),
-    ((ConnectionLost, ConnectionResetError, ConnectionAbortedError, BrokenPipeError),
-     "connection_lost"),
-    ((ConnectionDone,), "connection_closed"),
-    ((TunnelError,), "tunnel_error"),
-    ((ConnectError, ConnectionError), "connect_error"),
-    ((DownloadFailedError, ResponseFailed), "response_failed"),
-    ((OSError,), "os_error"),
-)
-
 
 #: Scrapy's download errors and the raw Twisted errors they wrap.
 _RAW_FORMS: tuple[tuple[type[Exception], type[Exception]], ...] = (
     (DownloadFailedError, ResponseFailed),
     (DownloadTimeoutError, defer.TimeoutError),
 )
-
-
-def exception_reason(exception: BaseException) -> str:
-    """A short, stable name for a download error, used in stats and stored failures.
-
-    ``ResponseFailed`` (raw, or wrapped in ``DownloadFailedError``) is named
-    after the first of its underlying reasons we know, typically
-    ``connection_lost`` when the server closed the connection mid-response.
-    """
-    failed = exception if isinstance(exception, ResponseFailed) else exception.__cause__
-    if isinstance(failed, ResponseFailed):
-        for cause in failed.reasons:
-            value = getattr(cause, "value", cause)
-            if isinstance(value, BaseException) and not isinstance(value, ResponseFailed):
-                reason = known_reason(value)
-                if reason is not None and reason != "response_failed":
-                    return reason
-    reason = known_reason(exception)
-    if reason is not None:
-        return reason
-    # An exception added to RETRY_EXCEPTIONS: ValueError -> value_error
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", type(exception).__name__).lower()
-
-
-def exception_detail(exception: BaseException) -> str:
-    """``Class: message`` of an exception, for a stored reason or a log line (no trailing colon without one)."""
-    return f"{type(exception).__name__}: {exception}".strip().rstrip(":")
-
-
-def known_reason(exception: BaseException) -> str | None:
-    for types, reason in _EXCEPTION_REASONS:
-        if isinstance(exception, types):
-            return reason
-    return None
 
 
 class ApiRetryMiddleware(RetryMiddleware):
@@ -156,14 +88,18 @@ class ApiRetryMiddleware(RetryMiddleware):
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler, RetryPolicy.from_crawler(crawler))
 
-    def process_response(self, request: Request, response: Response) -> Request | Response:
+    def process_response(  # type: ignore[override]  # without the spider argument Scrapy 2.14 deprecates
+        self, request: Request, response: Response
+    ) -> Request | Response:
         status = response.status
         if request.meta.get("dont_retry", False) or status not in self.retry_http_codes:
             return response
         retry_after = self.policy.retry_after(response)
         return self._retry_later(request, f"http_{status}", retry_after, status) or response
 
-    def process_exception(self, request: Request, exception: Exception) -> Request | None:
+    def process_exception(  # type: ignore[override]  # without the spider argument Scrapy 2.14 deprecates
+        self, request: Request, exception: Exception
+    ) -> Request | None:
         if request.meta.get("dont_retry", False) or not isinstance(exception, self.exceptions_to_retry):
             return None
         return self._retry_later(request, exception_reason(exception), None, None)

@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.retry import get_retry_request
 
-from productcrawler.config import ConfigError, crawl_config
+from productcrawler.config import ConfigError
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.monitoring import stat_keys
 from productcrawler.retry.retry_after import parse_retry_after
+from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from typing import Self
@@ -94,7 +95,7 @@ class RetryPolicy:
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
     ) -> Self:
-        config = crawl_config(crawler)  # raises ConfigError (ValueError)
+        config = crawl_context(crawler).config  # raises ConfigError (ValueError)
         settings = crawler.settings
         return cls(
             crawler,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from scrapy.core.scheduler import Scheduler
 
 from productcrawler.monitoring import stat_keys
+from productcrawler.monitoring.stats import add_seconds
 
 # Request meta key: seconds to hold the request before it may be sent (set by the retry policy).
 from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
@@ -20,6 +21,7 @@ from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
     from twisted.internet.interfaces import IDelayedCall
 
 logger = logging.getLogger(__name__)
@@ -49,10 +51,10 @@ class DelayingScheduler(Scheduler):
             return super().enqueue_request(request)
         from twisted.internet import reactor  # the running one: installed by Scrapy before the crawl
 
-        self._held[request] = reactor.callLater(delay, self._release, request)  # type: ignore[attr-defined]
+        self._held[request] = reactor.callLater(delay, self._release, request)
         assert self.stats is not None
         self.stats.inc_value(stat_keys.RETRY_DELAYED)
-        self.stats.inc_value(stat_keys.RETRY_DELAY_SECONDS, delay)
+        add_seconds(self.stats, stat_keys.RETRY_DELAY_SECONDS, delay)
         return True
 
     def _release(self, request: Request) -> None:
@@ -66,7 +68,7 @@ class DelayingScheduler(Scheduler):
     def __len__(self) -> int:
         return len(self._held) + super().__len__()
 
-    def close(self, reason: str):  # type: ignore[no-untyped-def]
+    def close(self, reason: str) -> Deferred[None] | None:
         if self._held:
             logger.info("%d delayed retries were waiting at close; the next run fetches their ids again",
                         len(self._held))

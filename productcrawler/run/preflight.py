@@ -6,15 +6,15 @@ yet, so the short blocking connects here block nothing).
 
 from __future__ import annotations
 
-import ssl
 from typing import TYPE_CHECKING, Any
 
-from productcrawler.config import ConfigError, CrawlConfig, mask_url, password_hint
+from productcrawler.config import ConfigError, CrawlConfig, mask_url
+from productcrawler.config.driver_errors import describe
 from productcrawler.ids import RangeIds
 from productcrawler.passes.redis_pass import refusal, refused
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.ratelimit.middleware import check_handlers, rate_limit_enabled
-from productcrawler.redis_connection import is_cluster, redis_client
+from productcrawler.redis_connection import is_cluster, redis_client, reply_text
 from productcrawler.spiders.products import FRESH_WORDS
 from productcrawler.storage.migrate import refuse_id_type
 from productcrawler.storage.target import DatabaseTarget
@@ -113,8 +113,12 @@ def _check_shared_pass(config: CrawlConfig) -> None:
                                                 ["id", "status", "ids"])
     finally:
         client.close()
-    if status == b"running" and refused((running or b"").decode(), ids.descriptor):
-        raise ConfigError(refusal(int(pass_id), (running or b"").decode(), ids))
+    if status != b"running":
+        return
+    running_ids = reply_text(running or b"")
+    if refused(running_ids, ids.descriptor):
+        assert pass_id is not None  # the pass's hash always has its id
+        raise ConfigError(refusal(int(pass_id), running_ids, ids))
 
 
 def _cluster_enabled(client: Any) -> bool:
@@ -125,35 +129,3 @@ def _cluster_enabled(client: Any) -> bool:
     except redis.ResponseError:  # INFO not allowed for this ACL user: nothing to tell
         return False
 
-
-def describe(error: BaseException, url: str, *, tls_option: str) -> str:
-    """One line for a driver error about ``url``; a failed TLS handshake says so and names the option to check.
-
-    When ``url``'s password reads as its host, port or database (an unencoded
-    ``/?#`` and ``@``: :func:`password_hint`), the driver's message is left out:
-    it names what the driver was given, pieces of the password. The error's
-    class and code remain, and the hint ends the line.
-    """
-    tls = _tls_error(error)
-    code = error.args[0] if len(error.args) == 2 and isinstance(error.args[0], int) else None  # pymysql
-    hint = password_hint(url)
-    if hint:
-        kind = "TLS handshake failed" if tls is not None else type(error).__name__
-        return (f"{kind}{'' if code is None else f' (error {code})'} (the driver's message is not shown: "
-                f"the host, port or database it names may be pieces of the password){hint}")
-    if tls is not None:
-        return f"TLS handshake failed: {tls} (check {tls_option})"
-    if code is not None:
-        return f"{error.args[1]} (error {code})"
-    return str(error) or type(error).__name__
-
-
-def _tls_error(error: BaseException) -> ssl.SSLError | None:
-    seen: BaseException | None = error
-    for _ in range(5):  # drivers wrap the ssl error once or twice
-        if seen is None:
-            return None
-        if isinstance(seen, ssl.SSLError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None

@@ -19,13 +19,13 @@ from w3lib.url import safe_url_string
 
 from productcrawler import signals as signals_
 from productcrawler.answer.cleaning import BadResponse, parse_product
-from productcrawler.config import CrawlConfig, crawl_config
-from productcrawler.guard.failure_guard import WholesaleFailureGuard
+from productcrawler.config import CrawlConfig
+from productcrawler.download.errors import exception_detail, exception_reason, known_reason
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import META_ABANDONED, gateway_error
-from productcrawler.retry.middleware import exception_detail, exception_reason, known_reason
 from productcrawler.retry.policy import RetryPolicy
+from productcrawler.run.context import crawl_context
 from productcrawler.storage.database import utcnow
 
 if TYPE_CHECKING:
@@ -57,8 +57,8 @@ class ProductsSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ProductsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.config = crawl_config(crawler, start_id=spider.start_id_arg, end_id=spider.end_id_arg,
-                                     ids=spider.ids_arg)
+        spider.config = crawl_context(crawler).configure(start_id=spider.start_id_arg, end_id=spider.end_id_arg,
+                                                         ids=spider.ids_arg)
         # Our URLs are a template and a percent-encoded id: when the template is
         # in normal form, so is every URL, and Request and aiohttp (yarl) need not
         # normalise each one again (Scrapy's verbatim_url meta key).
@@ -76,7 +76,7 @@ class ProductsSpider(Spider):
 
     @cached_property
     def field_drift(self) -> FieldDrift | None:
-        guard = WholesaleFailureGuard.of(self.crawler)
+        guard = crawl_context(self.crawler).guard
         return None if guard is None else guard.field_drift
 
     async def start(self) -> AsyncIterator[Request]:
@@ -156,8 +156,9 @@ class ProductsSpider(Spider):
         return [item]
 
     def on_error(self, failure: Failure) -> list[FailureItem]:
-        request = failure.request  # type: ignore[attr-defined]
+        request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's Failure
         error = failure.value
+        assert error is not None  # set by every Failure's constructor
         if request.meta.get(META_ABANDONED):
             return []  # given up by the proxy pool on an operator's stop: the id stays pending
         # The wholesale-failure guard counts ids that never got an answer (guard/failure_guard.py).

@@ -81,13 +81,13 @@ class Written:
 class _Plan:
     inserts: list[ProductItem] = field(default_factory=list)
     updates: list[ProductItem] = field(default_factory=list)
-    touches: dict[datetime, list[int]] = field(default_factory=dict)
-    removals: dict[datetime, list[int]] = field(default_factory=dict)
+    touches: dict[datetime, list[int | str]] = field(default_factory=dict)
+    removals: dict[datetime, list[int | str]] = field(default_factory=dict)
     changes: list[tuple[Any, ...]] = field(default_factory=list)
 
 
 def write_products(cursor: Any, dialect: Dialect, products: list[ProductItem],
-                   missing: list[tuple[int, datetime]], pass_id: int | None,
+                   missing: list[tuple[int | str, datetime]], pass_id: int | None,
                    tracked: Iterable[str]) -> Written:
     """Store ``products`` and mark the stored ones among ``missing`` (id, when) removed."""
     tracked = tuple(tracked)
@@ -130,14 +130,14 @@ def write_products(cursor: Any, dialect: Dialect, products: list[ProductItem],
     return written
 
 
-def _stored_rows(cursor: Any, dialect: Dialect, ids: list[int]) -> dict[int, dict[str, Any]]:
+def _stored_rows(cursor: Any, dialect: Dialect, ids: list[int | str]) -> dict[int | str, dict[str, Any]]:
     ids = list(dict.fromkeys(ids))
     if not ids:
         return {}
     lock = " FOR UPDATE" if dialect is MYSQL else ""
     cursor.execute(f"SELECT product_id, {', '.join(VALUE_COLUMNS)}, removed_at FROM products "
                    f"WHERE product_id IN ({dialect.params(len(ids))}){lock}", ids)
-    rows = {}
+    rows: dict[int | str, dict[str, Any]] = {}
     for product_id, *values, removed_at in cursor.fetchall():
         row: dict[str, Any] = {c: stored_form(c, v) for c, v in zip(VALUE_COLUMNS, values, strict=True)}
         row["removed_at"] = removed_at

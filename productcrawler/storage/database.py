@@ -114,6 +114,7 @@ class _Connection(adbapi.Connection):
     """
 
     def rollback(self) -> None:
+        assert self._connection is not None  # the constructor connects
         try:
             self._connection.rollback()
         except Exception as error:  # noqa: BLE001 - the connection is gone; say so quietly

@@ -25,12 +25,10 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.task import LoopingCall
 
 from productcrawler import signals
-from productcrawler.config import CrawlConfig, crawl_config
+from productcrawler.config import CrawlConfig
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
 from productcrawler.monitoring import stat_keys
-from productcrawler.monitoring.instruments import instruments_for
-from productcrawler.passes import pass_for
-from productcrawler.storage import database_for
+from productcrawler.run.context import crawl_context
 from productcrawler.storage.database import utcnow, write_batch
 from productcrawler.storage.errors import is_connection_error
 
@@ -93,14 +91,15 @@ class StoragePipeline:
         self._pending: list[_Pending] = []
         self._writer: Deferred[None] | None = None
         self._timer = LoopingCall(self._flush)
-        self._batch_duration = instruments_for(crawler).database_batch_duration
+        self._batch_duration = crawl_context(crawler).instruments.database_batch_duration
         #: The database stayed away past DATABASE_OUTAGE_MAX: nothing more is written.
         self._given_up = False
         self._not_written = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
-        return cls(crawler, database_for(crawler), crawl_config(crawler), pass_for(crawler))
+        context = crawl_context(crawler)
+        return cls(crawler, context.database, context.config, context.crawl_pass)
 
     async def open_spider(self) -> None:
         await self.database.ensure_schema()
@@ -142,6 +141,7 @@ class StoragePipeline:
         from twisted.python.failure import Failure
 
         if isinstance(result, Failure):
+            assert result.type is not None and result.value is not None  # set by every Failure's constructor
             if result.check(DatabaseUnavailable):
                 self._give_up(result.value)
             else:

@@ -1,7 +1,6 @@
-"""Shared pieces of the bench scripts that run Scrapy's own tests against ours: Scrapy's sdist set up to test.
+"""Scrapy's sdist set up to run Scrapy's own tests against ours, for ``bench/scrapy_handler_tests.py``.
 
-Used by ``bench/scrapy_handler_tests.py`` and ``bench/scrapy_downloader_tests.py``:
-the pinned versions (``requirements*.txt``), the sdist of the pinned Scrapy
+The pinned versions (``requirements*.txt``), the sdist of the pinned Scrapy
 downloaded from the package registry (``pip download --no-deps --no-binary :all:``;
 Scrapy's code is never copied into this repository) and extracted, the swaps
 that make a test module name ours, a virtualenv with Scrapy's test

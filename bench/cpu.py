@@ -73,7 +73,6 @@ REQUEST_MWS = ("scrapy.downloadermiddlewares.downloadtimeout.DownloadTimeoutMidd
                "scrapy.downloadermiddlewares.defaultheaders.DefaultHeadersMiddleware",
                "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware")
 CORESTATS = "scrapy.extensions.corestats.CoreStats"
-SCRAPY_DOWNLOADER = "scrapy.core.downloader.Downloader"
 DEFAULT_LOOP = "asyncio.SelectorEventLoop"  # what asyncio.new_event_loop() makes on Linux
 
 
@@ -113,8 +112,6 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
         # Scrapy's aiohttp handler instead of the lean one (productcrawler/download/handler.py).
         "ours+scrapy-handler": ("ours", {"DOWNLOAD_HANDLERS": {"http": SCRAPY_AIOHTTP_HANDLER,
                                                                "https": SCRAPY_AIOHTTP_HANDLER}}),
-        # Scrapy's downloader instead of the lean one (productcrawler/download/downloader.py).
-        "ours+scrapy-downloader": ("ours", {"DOWNLOADER": SCRAPY_DOWNLOADER}),
     }
 
 

@@ -48,7 +48,6 @@ class FloorSpider(StockSpider):
         "STATS_CLASS": "scrapy.statscollectors.DummyStatsCollector",
         "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
         "DOWNLOAD_HANDLERS": {"http": "productcrawler.download.handler.LeanAiohttpDownloadHandler"},
-        "DOWNLOADER": "productcrawler.download.downloader.LeanDownloader",
         # The project's concurrency, so that the engine moves as many requests at once as ours does.
         "CONCURRENT_REQUESTS": 64,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 64,

@@ -27,14 +27,14 @@ DEFAULT_REQUEST_HEADERS = {"Accept": "application/json"}
 
 DOWNLOADER_MIDDLEWARES = {
     # Default middlewares with nothing to do for an API client; each costs a
-    # call per request or response (bench/cpu.py measures the difference).
+    # call per request or response (docs/design-notes.md#an-api-client-not-a-site-crawler).
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,  # no allowed_domains
     # API_AUTH/API_KEY go in at the download handler (download/handler.py), never on the request.
     "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,  # few-KB JSON
     "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,  # proxies are ProxyMiddleware's
     # Same counts under the same names, without rendering each request and
-    # response as raw HTTP text to count bytes (24-40 µs a response).
+    # response as raw HTTP text to count bytes (docs/design-notes.md#per-call-costs-items-log-records-stats).
     "scrapy.downloadermiddlewares.stats.DownloaderStats": None,
     "productcrawler.monitoring.traffic_stats.TrafficStats": 850,
     # Ours extends Scrapy's at the same place: each retry waits (Retry-After,
@@ -71,8 +71,8 @@ EXTENSIONS = {
     "productcrawler.monitoring.progress.ProgressLog": 500,
     # Off unless METRICS_PORT is set.
     "productcrawler.monitoring.metrics.PrometheusMetrics": 510,
-    # Full garbage collections paused the reactor for 60-110 ms every ~2 s,
-    # costing the rate limiter its slots (see the module).
+    # Keeps full garbage collections, which pause the reactor long enough to
+    # cost the rate limiter its slots, off the crawl (docs/design-notes.md#garbage-collector-tuning).
     "productcrawler.run.gc_tuning.GcTuning": 520,
     # Stops a crawl whose answers say the configuration is wrong (GUARD_* settings).
     "productcrawler.guard.failure_guard.WholesaleFailureGuard": 530,
@@ -116,10 +116,8 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 64
 # TARGET_CONCURRENCY / latency (productcrawler/ratelimit/autothrottle.py, not
 # Scrapy's slot delay), so at 500/s it stays out of the way while
 # the API answers within 32 / 500 s = 64 ms and slows the crawl when latency
-# grows past that. START_DELAY 0: no slow start below the cap. (It was off for
-# a while: its clumping at 500/s turned out to come from garbage-collection
-# pauses, see GcTuning; with them gone, 3 instances with AutoThrottle held
-# 100 % of the cap, busiest second 512, no 429. BENCHMARKS.md.)
+# grows past that. START_DELAY 0: no slow start below the cap
+# (docs/design-notes.md#autothrottle-paces-the-bucket).
 AUTOTHROTTLE_ENABLED = True
 AUTOTHROTTLE_START_DELAY = 0.0
 AUTOTHROTTLE_MAX_DELAY = 5.0
@@ -127,17 +125,17 @@ AUTOTHROTTLE_TARGET_CONCURRENCY = 32.0
 DOWNLOAD_DELAY_JITTER = 0
 
 # One item per response: Scrapy's default of 100 makes it start 100 asyncio
-# tasks per response to process one item (a quarter of the crawl's CPU).
+# tasks per response to process one item (docs/design-notes.md#per-call-costs-items-log-records-stats).
 CONCURRENT_ITEMS = 1
 
-# Scrapy's aiohttp download handler: ~20 % less CPU per response than the
-# Twisted HTTP/1.1 one on this workload (BENCHMARKS.md), and the
-# same outcome for every fault mode (bench/handler_check.py). Ours subclasses
-# it (productcrawler/download/handler.py): the same requests and responses
-# without its per-response signals (unless something listens), header copies
-# and parsing, ~0.93x the CPU per response; Scrapy's own handler tests pass
-# against it (bench/scrapy_handler_tests.py). Scrapy's is in a private module
-# in Scrapy 2.19, which is one more reason Scrapy is pinned. The paced
+# Scrapy's aiohttp download handler: less CPU per response than the Twisted
+# HTTP/1.1 one on this workload, and the same outcome for every fault mode
+# (bench/handler_check.py). Ours subclasses it (productcrawler/download/handler.py):
+# the same requests and responses without its per-response signals (unless
+# something listens), header copies and parsing; Scrapy's own handler tests
+# pass against it (bench/scrapy_handler_tests.py). Scrapy's is in a private
+# module in Scrapy 2.19, which is one more reason Scrapy is pinned
+# (docs/design-notes.md#the-lean-aiohttp-download-handler). The paced
 # subclass waits for the rate-limit slot right before sending, so the cap
 # holds on the wire (productcrawler/ratelimit/handler.py).
 DOWNLOAD_HANDLERS = {
@@ -145,30 +143,21 @@ DOWNLOAD_HANDLERS = {
     "https": "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler",
 }
 
-# Scrapy's downloader, but a request whose download slot can send it at once
-# (no delay, a free place, nobody queued: every request of this one-host crawl)
-# is sent from the task that fetches it, without Scrapy's queue hand-off (a
-# Deferred, a Future and a task per response). Delays, concurrency limits and
-# signals as documented (productcrawler/download/downloader.py).
-DOWNLOADER = "productcrawler.download.downloader.LeanDownloader"
-
 # A product is a few KB; anything above 1 MB is not a product.
 DOWNLOAD_MAXSIZE = 1024 * 1024
 DOWNLOAD_WARNSIZE = 256 * 1024
 
-# Scrapy's in-memory collector without a per-attribute-access hook that costs
-# 2-4 µs on every stats call (see the module).
+# Scrapy's in-memory collector without a per-attribute-access hook that runs
+# on every stats call (docs/design-notes.md#per-call-costs-items-log-records-stats).
 STATS_CLASS = "productcrawler.monitoring.stats.FastStatsCollector"
 
 LOG_LEVEL = "INFO"
 # No per-response/per-item DEBUG record is built unless LOG_LEVEL is DEBUG.
 LOG_FORMATTER = "productcrawler.monitoring.logformatter.QuietLogFormatter"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
-# libuv's event loop under that reactor: a fifth of the crawl's CPU is
+# libuv's event loop under that reactor: much of the crawl's CPU is
 # Twisted/asyncio glue (callbacks, tasks, socket writes), and uvloop does the
-# asyncio part in C. Paired runs beside asyncio's loop: 0.95x the CPU per
-# response (9 of 10 pairs cheaper); two bench/peers.py runs: 0.83-0.94x
-# unthrottled, 0.88-0.98x at 500/s (BENCHMARKS.md). tests/conftest.py
-# installs the same loop.
+# asyncio part in C (docs/design-notes.md#uvloop). tests/conftest.py installs
+# the same loop.
 ASYNCIO_EVENT_LOOP = "uvloop.Loop"
 FEED_EXPORT_ENCODING = "utf-8"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,3 +30,14 @@ def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:
                             env=QUIET, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode != 0
     assert "missing.md" in result.stderr
+
+
+def test_the_design_notes_have_every_section_the_code_points_to() -> None:
+    from markdown.extensions.toc import slugify
+
+    notes = (ROOT / "docs" / "design-notes.md").read_text(encoding="utf-8")
+    anchors = {slugify(line.lstrip("#").strip(), "-") for line in notes.splitlines() if line.startswith("## ")}
+    pointed = {match.group(1) for path in (ROOT / "productcrawler").rglob("*.py")
+               for match in re.finditer(r"design-notes\.md#([a-z0-9-]+)", path.read_text(encoding="utf-8"))}
+    assert pointed, "no comment points to the design notes: the pattern is wrong"
+    assert pointed <= anchors, sorted(pointed - anchors)

@@ -4,10 +4,8 @@ Scrapy's :class:`AiohttpDownloadHandler` is general: every response sends the
 ``headers_received`` and ``bytes_received`` signals (so that a receiver can
 stop the download), copies the request's headers twice, builds a new
 ``aiohttp.ClientTimeout``, parses the peer's IP address and guesses the
-response class from scratch: about 7 % of the crawl's CPU per response
-(``bench/cpu.py --reference ours --variants ours+scrapy-handler``: Scrapy's
-handler costs 1.07x this one, BENCHMARKS.md), for answers that all come from
-the same API with the same headers.
+response class from scratch, for answers that all come from the same API with
+the same headers (what that costs: docs/design-notes.md#the-lean-aiohttp-download-handler).
 
 :class:`LeanAiohttpDownloadHandler` keeps Scrapy's session, connection pool,
 TLS context, proxy handling (``meta["proxy"]`` with ``Proxy-Authorization``)

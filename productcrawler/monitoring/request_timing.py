@@ -8,7 +8,7 @@ way back, so the time measured is the API's, not the wait for a token.
 The outcome is a class (``2xx``, ``404``, ``429``, ``4xx``, ``5xx``,
 ``timeout``, ``error``), never an id. Off unless METRICS_PORT is set: it is
 the one thing the metrics add per request (two ``monotonic()`` calls, a meta
-key and one histogram observation, under 2 µs).
+key and one histogram observation).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Request, response and exception counts, under Scrapy's own ``downloader/*`` names.
 
 Replaces Scrapy's ``DownloaderStats``, which also renders every request as raw
-HTTP text and sizes every response's headers only to count bytes: 24-40 µs a
-response (BENCHMARKS.md) for numbers nobody reads here. The counts it keeps
+HTTP text and sizes every response's headers only to count bytes
+(docs/design-notes.md#per-call-costs-items-log-records-stats), for numbers
+nobody reads here. The counts it keeps
 are what the Prometheus metrics and Scrapy's closing stats show; only
 ``downloader/request_bytes`` and ``downloader/response_bytes`` are gone.
 """

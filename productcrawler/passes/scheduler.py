@@ -4,10 +4,10 @@ One scheduler for both passes (``base.Pass``): the database pass of a single
 process and the Redis pass shared by many. It implements Scrapy's
 ``BaseScheduler`` directly, not scrapy-redis's (whose queue pops and pickles
 requests, whose dupefilter keeps a fingerprint per id and whose scheduler
-calls Redis synchronously on the reactor thread): docs/passes.md, "Why not scrapy-redis".
-A little over 300 lines because the Scrapy side and the pass side are one
-state machine (leased, ready, unpushed, unacknowledged); ``calls.py`` holds
-the rest.
+calls Redis synchronously on the reactor thread): docs/design-notes.md#the-pass-scheduler-not-scrapy-rediss.
+The Scrapy side and the pass side are one state machine (leased, ready,
+unpushed, unacknowledged), so they share this module; ``calls.py`` holds the
+calls to the pass.
 
 How ids flow:
 

@@ -2,8 +2,8 @@
 
 Scrapy's AutoThrottle sets the download slot's delay to about ``latency /
 AUTOTHROTTLE_TARGET_CONCURRENCY``; a slot with a positive delay releases one
-request per ``callLater``, one event-loop turn per request, which cost about
-42 % of our CPU unthrottled and ~10 % of a core at 500/s (issue 20). This
+request per ``callLater``, one event-loop turn per request, a large share of
+this crawl's CPU (docs/design-notes.md#autothrottle-paces-the-bucket). This
 extension keeps the same settings and the same rule -- after each response
 the target delay is ``latency / AUTOTHROTTLE_TARGET_CONCURRENCY``, the new
 delay the mean of the old one and the target but never below the target,

@@ -13,10 +13,10 @@ rate never exceeds the cap), so any two granted slots ``i < j`` satisfy
 between them, and any window of L seconds holds at most ``L * rate + b`` slots.
 ``b`` is :func:`granting_burst`, part of the configured burst: the rest covers
 the lateness a slot may be used with (:func:`late_tolerance`, also measured in
-the cap's interval), so that *sends* stay within ``L * rate + burst``. (Both
-spans were once measured in the interval of the pace in force: a slot granted
-at a slow pace could then be sent so late that it crowded the fast slots after
-AutoThrottle sped the pace back up.)
+the cap's interval), so that *sends* stay within ``L * rate + burst``. Both
+spans are measured in the cap's interval, not the pace's: a slot granted at a
+slow pace and sent late would otherwise crowd the fast slots after
+AutoThrottle speeds the pace back up (docs/design-notes.md#how-the-burst-is-split-and-wake-up-ticks).
 
 The effective rate is ``rate * factor``, or a lower ``pace`` when one is set
 (AutoThrottle's latency-based target, :mod:`.autothrottle`); a 429 multiplies the factor by
@@ -51,9 +51,8 @@ MIN_LATE_TOLERANCE = 0.005  # seconds; a burst of 1 leaves no span to share (see
 # A request that has to wait for its slot wakes at the first tick at or after
 # it, on a grid of TICK_SHARE of its send window (at most TICK_MAX): the
 # requests of one tick are woken, sent and answered together, in one turn of
-# the event loop instead of one or two turns each. At 500/s that is 3-4
-# requests every 7.2 ms: turns of the loop per request fell from 7.3 to 2.9
-# and the CPU per product to 0.63x (BENCHMARKS.md, "Issue 20, fifth pass").
+# the event loop instead of one or two turns each: at 500/s, 3-4 requests
+# every 7.2 ms (docs/design-notes.md#how-the-burst-is-split-and-wake-up-ticks).
 # The rest of the window is left for the loop's lag. A tick never moves a send
 # out of its window, so the bound above does not change.
 TICK_SHARE = 0.5

@@ -12,9 +12,9 @@ connection. With an idle pooled connection nothing does, but when the pool has
 none (it grows while the API holds its answers, and the connections of answers
 that came back together are freed only as the reactor gets to them), aiohttp
 opens one, which takes at least a turn of the event loop, tens of milliseconds
-on a busy one. Requests checked apart were then written together, after their
-slots had gone stale: 25-49 in 100 ms at a cap of 200 where the bound is 24
-(tests/test_ratelimit_at_the_wire.py, the API's stall; BENCHMARKS.md). So
+on a busy one, and requests checked apart could be written together after
+their slots have gone stale (tests/test_ratelimit_at_the_wire.py, the API's stall;
+docs/design-notes.md#the-rate-limit-waits-at-the-wire). So
 :class:`PacedAiohttpDownloadHandler` gets its connections from a
 :class:`PacedConnector`, which checks the slot's deadline again once the
 connection is in hand: a request whose slot went stale meanwhile takes a new

@@ -8,10 +8,10 @@ by all instances (:mod:`productcrawler.ratelimit.redis_bucket`); otherwise it
 is in-process.
 
 Where the wait happens matters. Taken here, in ``process_request``, a slot
-said when a request could leave the middleware, not when it reached the
-socket: requests that waited afterwards (for the event loop, in the download
-slot's queue) left together, 79 in 100 ms and 531-572 in a second at a cap of
-500 with a burst of 10 (bench/where_bursts.py). So this component only builds
+would say when a request could leave the middleware, not when it reaches the
+socket: requests that wait afterwards (for the event loop, in the download
+slot's queue) would leave together (docs/design-notes.md#the-rate-limit-waits-at-the-wire).
+So this component only builds
 and owns the limiter; the wait is :meth:`RateLimitMiddleware.wait_for_slot`,
 called by the download handler
 (:class:`productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler`) right

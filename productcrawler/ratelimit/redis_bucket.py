@@ -24,9 +24,9 @@ State lives in one hash, ``{REDIS_KEY_PREFIX}:ratelimit:bucket`` (fields
 ``tat``, ``factor``, ``factor_at``, ``backoff_at``, all server seconds), whose
 TTL is renewed by every call to at least a minute past its TAT. All instances
 must run with the same ``MAX_REQUESTS_PER_SECOND`` and ``RATE_LIMIT_BURST``, and
-the same version of this project: how a burst is split between granting early
-and sending late (:mod:`.bucket`) changed on 2026-12-01, and instances that
-split it differently can together exceed the bound by a few requests.
+the same version of this project: instances that split a burst differently
+between granting early and sending late (:mod:`.bucket`) can together exceed
+the bound by a few requests (docs/design-notes.md#how-the-burst-is-split-and-wake-up-ticks).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Keeps CPython's cyclic garbage collector off the crawl's hot path.
 
 With Python's default thresholds (700, 10, 10) a crawl at 500 responses/second
-ran ~70 young collections a second and a full collection every ~2 s; each full
-collection walked every object Scrapy, Twisted and the imports had built
-(~100,000) and stopped the reactor for 60-110 ms. The rate limiter cannot send
-a slot it wakes up for that late, so those pauses alone cost ~4 % of the 500/s
-cap, and the collections took ~10 % of the crawl's CPU (BENCHMARKS.md).
+runs dozens of young collections a second and a full collection every few
+seconds; each full collection walks every object Scrapy, Twisted and the
+imports have built and stops the reactor for tens of milliseconds. The rate
+limiter cannot send a slot it wakes up for that late, so those pauses cost
+slots of the cap as well as CPU (figures: docs/design-notes.md#garbage-collector-tuning).
 
 Once the spider is open, this extension:
 

@@ -7,9 +7,9 @@ piling items up in memory.
 
 Batches are full: a batch is written when ``DATABASE_BATCH_SIZE`` outcomes are
 pending or every ``DATABASE_FLUSH_INTERVAL`` seconds, not whenever the writer
-is free. (The writer used to drain whatever had come in during its previous
-write, about six rows at 500/s, with an insert, a delete, a commit and a Redis
-acknowledgement for each six.)
+is free: a writer that drains whatever came in during its previous write pays
+an insert, a delete, a commit and a Redis acknowledgement for a handful of
+rows (docs/design-notes.md#full-batches-in-the-storage-pipeline).
 """
 
 from __future__ import annotations

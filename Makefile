@@ -33,6 +33,6 @@ demo: setup
 # measured in real time) alone, with nothing else running beside them. Fails if either fails.
 test: setup test-tools
 	@status=0; \
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not timing" tests || status=1; \
-	$(BIN)/python -m pytest -q -m timing tests || status=1; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not timing" --durations=15 tests || status=1; \
+	$(BIN)/python -m pytest -q -m timing --durations=10 tests || status=1; \
 	exit $$status

@@ -11,6 +11,7 @@ where nothing listens.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ import pytest
 from productcrawler.guard.failure_guard import EXIT_CODE
 from simulator import catalog, shapes
 from tests.support.crawls import run_crawl
-from tests.support.logs import dumped_stats, log_lines, log_time
+from tests.support.logs import dumped_stat, dumped_stats, log_lines, log_time
 from tests.support.services import MYSQL, REDIS_URL, mysql_execute, mysql_query, table
 
 if TYPE_CHECKING:
@@ -297,10 +298,19 @@ def test_ids_without_an_answer_among_products_do_not_stop_the_crawl(clean_simula
 
     # The same settings stop a crawl that nothing answers.
     clean_simulator.set_faults([f"hang=1-{end}@*"])
+    started = time.time()
     stopped = run_crawl("-a", "start_id=1", "-a", f"end_id={end}",
                         settings={**settings, "DATABASE_URL": f"sqlite:///{tmp_path}/stopped.db"})
     assert stopped.returncode == EXIT_CODE, stopped.stderr[-3000:]
     assert "5 ids in a row ended with no answer (last: DownloadTimeoutError: " in stopped.stderr
+    # Once stopped, nothing more is sent: the requests still waiting for their turn (behind the
+    # budget's two probes, a retry's backoff) are left pending, not sent to time out one by one
+    # (which kept this crawl sending for 10 s after its stop). The log's times are whole seconds.
+    stop = log_time(stopped.stderr, "Stopping the crawl")
+    late = [arrival for arrival in clean_simulator.arrivals(since=started) if arrival[0] > stop.timestamp() + 1.5]
+    assert late == [], late[:5]
+    assert dumped_stat(stopped.stderr, "productcrawler/guard/unsent") > 0
+    assert (log_time(stopped.stderr, "Finished (guard_no_answers)") - stop).total_seconds() <= 2
 
 
 def test_guard_no_answers_0_turns_that_check_off(mysql_url, tmp_path):

@@ -76,13 +76,14 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import DropItem, IgnoreRequest, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
 from productcrawler import signals as our_signals
 from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.download import META_ABANDONED
 from productcrawler.guard.field_drift import FieldDrift
 from productcrawler.guard.streaks import AUTH, NO_ANSWER, NOT_FOUND, NOT_PRODUCT, PROXIES_DOWN, Streak, diagnosis
 from productcrawler.items import MISSING, FailureItem, ProductItem
@@ -293,6 +294,21 @@ class WholesaleFailureGuard:
         self.stop_for(streak.kind, diagnosis(streak, self.config, products=self._products,
                                              proxies=self._proxies,
                                              now=monotonic()))
+
+    def refuse_unsent(self, request: Request) -> None:
+        """Once the guard has stopped the crawl, ``request`` is not sent: IgnoreRequest, its id left pending.
+
+        Scrapy lets the requests already under way finish before the spider
+        closes, and with the budget's probes, a retry's backoff or a 429's
+        wait, some are still waiting for their turn. Sent now, they would only
+        repeat what stopped the crawl (a wrong key, more 401s) for answers that
+        would be dropped, and keep a silent API's crawl open for their timeouts.
+        """
+        if self.tripped is None:
+            return
+        request.meta[META_ABANDONED] = True
+        self.stats.inc_value(stat_keys.GUARD_UNSENT)
+        raise IgnoreRequest(f"not sent: the guard stopped the crawl ({REASONS[self.tripped]})")
 
     def stop_for(self, kind: str, diagnosis: str) -> None:
         """Stop the crawl (exit 3) for ``kind`` of REASONS, with one ERROR line; drop held outcomes."""

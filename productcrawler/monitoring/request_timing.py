@@ -20,6 +20,7 @@ from scrapy.exceptions import DownloadTimeoutError, NotConfigured
 from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
+from productcrawler.download import META_ABANDONED
 from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
@@ -66,6 +67,6 @@ class RequestTiming:
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         sent_at = request.meta.pop(SENT_AT, None)
-        if sent_at is not None:
+        if sent_at is not None and not request.meta.get(META_ABANDONED):  # abandoned: never sent
             child = self._timeout if isinstance(exception, _TIMEOUTS) else self._error
             child.observe(time.monotonic() - sent_at)

@@ -59,6 +59,7 @@ CHANGE_ROWS = f"{PREFIX}/products/change_rows"
 
 GUARD_HELD = f"{PREFIX}/guard/held"  # outcomes held back while a streak was open
 GUARD_DROPPED = f"{PREFIX}/guard/dropped"  # held outcomes dropped when the guard tripped
+GUARD_UNSENT = f"{PREFIX}/guard/unsent"  # requests not sent because the guard had stopped the crawl
 #: Products held while the field-drift check looked at the pass's first answers.
 GUARD_DRIFT_HELD = f"{PREFIX}/guard/drift_held"
 #: 1 once a Pushgateway push failed (the crawl goes on; a WARNING says why).

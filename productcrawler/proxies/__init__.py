@@ -18,9 +18,6 @@ from scrapy.exceptions import DownloadFailedError
 if TYPE_CHECKING:
     from scrapy import Request
 
-#: Meta key set on a request the proxy middleware gave up on because the crawl
-#: is stopping: no outcome is recorded for its id (the next run fetches it).
-META_ABANDONED = "proxy_abandoned"
 #: Meta key: which proxy of the pool this request went through (its index).
 META_PROXY = "proxy_index"
 #: A gateway's "I got no answer": through a proxy, the proxy's own word that the API did not answer.

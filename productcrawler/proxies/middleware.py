@@ -45,12 +45,13 @@ from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro
 
 from productcrawler.config import burst_for_rate, mask_url
+from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import exception_reason, tunnel_refusal
 from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS
 from productcrawler.guard.streaks import PROXIES_DOWN
 from productcrawler.monitoring import stat_keys
 from productcrawler.monitoring.stats import add_seconds
-from productcrawler.proxies import GATEWAY_STATUSES, META_ABANDONED, META_PROXY
+from productcrawler.proxies import GATEWAY_STATUSES, META_PROXY
 from productcrawler.proxies.blame import (
     META_AVOID,
     META_SUSPECT,
@@ -224,7 +225,7 @@ class ProxyMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> Request | None:
         index = request.meta.get(META_PROXY)
-        if index is None:
+        if index is None or request.meta.get(META_ABANDONED):  # never sent: nothing to say of the proxy
             return None
         proxy = self.proxies[index]
         status = tunnel_refusal(exception)

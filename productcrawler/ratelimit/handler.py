@@ -5,7 +5,9 @@ wire. :class:`PacedDownloadMixin` waits for the slot (and gives up stale ones,
 see :meth:`~productcrawler.ratelimit.middleware.RateLimitMiddleware.wait_for_slot`)
 as the first thing a download does, then calls the handler's own
 ``download_request``; ``download_latency`` (which AutoThrottle reads) is
-measured from after the wait (and from a new slot's, below).
+measured from after the wait (and from a new slot's, below). After the wait,
+a request the wholesale-failure guard would not have sent (it has stopped the
+crawl meanwhile) is given up instead (``WholesaleFailureGuard.refuse_unsent``).
 
 Between that call and aiohttp writing the request, one thing can suspend: the
 connection. With an idle pooled connection nothing does, but when the pool has
@@ -67,14 +69,19 @@ class PacedDownloadMixin:
     _unpaced_logged: bool = False
 
     async def download_request(self, request: Request) -> Response:
-        limit = crawl_context(self.crawler).rate_limit
+        context = crawl_context(self.crawler)
+        limit = context.rate_limit
         if limit is None:
             if not self._unpaced_logged and rate_limit_enabled(self.crawler.settings):
                 self._unpaced_logged = True
                 logger.error("RATE_LIMIT_ENABLED is on but RateLimitMiddleware is not in "
                              "DOWNLOADER_MIDDLEWARES: requests are sent without a rate limit")
+            if context.guard is not None:
+                context.guard.refuse_unsent(request)
             return await super().download_request(request)  # type: ignore[misc]  # a mixin: the handler it is mixed into has it
         deadline = await limit.wait_for_slot(request)
+        if context.guard is not None:  # checked last: the guard may have stopped the crawl during the wait
+            context.guard.refuse_unsent(request)
         if SENT_AT in request.meta:  # metrics on: the latency starts at the send, not the wait
             request.meta[SENT_AT] = time.monotonic()
         sending = _SENDING.set((limit, request, deadline))

@@ -20,10 +20,11 @@ from w3lib.url import safe_url_string
 from productcrawler import signals as signals_
 from productcrawler.answer.cleaning import BadResponse, parse_product
 from productcrawler.config import CrawlConfig
+from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import exception_detail, exception_reason, known_reason
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.monitoring import stat_keys
-from productcrawler.proxies import META_ABANDONED, gateway_error
+from productcrawler.proxies import gateway_error
 from productcrawler.retry.policy import RetryPolicy
 from productcrawler.run.context import crawl_context
 from productcrawler.storage.database import utcnow
@@ -160,7 +161,7 @@ class ProductsSpider(Spider):
         error = failure.value
         assert error is not None  # set by every Failure's constructor
         if request.meta.get(META_ABANDONED):
-            return []  # given up by the proxy pool on an operator's stop: the id stays pending
+            return []  # never sent, the crawl stopping: the id stays pending
         # The wholesale-failure guard counts ids that never got an answer (guard/failure_guard.py).
         self.crawler.signals.send_catch_log(signals_.no_answer, request=request, error=error)
         if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it

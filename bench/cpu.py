@@ -97,7 +97,7 @@ def variants() -> dict[str, tuple[str, dict[str, Any]]]:
         # The unpaced Twisted handler: only without the rate limit (it refuses unpaced handlers).
         "ours+twisted-handler": ("ours", {"DOWNLOAD_HANDLERS": {"http": TWISTED_HANDLER, "https": TWISTED_HANDLER},
                                           "RATE_LIMIT_ENABLED": False}),
-        # The Prometheus endpoint and its per-request latency histogram (issue 17).
+        # The Prometheus endpoint and its per-request latency histogram.
         "ours+metrics": ("ours", {"METRICS_PORT": 0}),
         "ours-no-ratelimit": ("ours", {"DOWNLOADER_MIDDLEWARES": _without_ratelimit(dl), "RATE_LIMIT_ENABLED": False}),
         # Issue 20's candidates: default components that do nothing for our requests.

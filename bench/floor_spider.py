@@ -3,12 +3,12 @@
 What Scrapy lets a project remove through settings is removed: no downloader or spider middlewares, no
 extensions but this project's garbage-collector tuning, no stats, no duplicate
 filter, no item pipeline (an item goes nowhere: no storage, no Redis), the
-lean download handler and downloader of this project without pacing. What is
+lean download handler of this project without pacing. What is
 left is Scrapy's engine, scheduler, downloader and scraper moving a request
 and its response, and a callback that decodes the JSON into a dict.
 
 It is not a crawler anyone should run: it stores nothing. It answers one
-question for issue 20: how close can a Scrapy crawl built from public
+question: how close can a Scrapy crawl built from public
 extension points come to the CPU per product of the aiohttp crawler (which
 also writes MySQL and Redis)? It is a low floor, not a proven minimum: it
 keeps Scrapy's default scheduler, the standard library's JSON decoder and the

@@ -24,6 +24,14 @@ CLIENT_DEFAULTS = {
     "health_check_interval": 15,
 }
 
+#: The asyncio calls a request waits for (the shared rate limit and budget, the
+#: proxies' shared health): they hold no thread, and their callers ride out an
+#: outage themselves, so a Redis a few seconds slow is waited for, not failed.
+WAITED_FOR_TIMEOUTS = {
+    "socket_connect_timeout": 5.0,
+    "socket_timeout": 5.0,
+}
+
 #: Cluster scheme -> the scheme redis-py's cluster clients parse.
 _CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 

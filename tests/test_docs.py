@@ -41,3 +41,48 @@ def test_the_design_notes_have_every_section_the_code_points_to() -> None:
                for match in re.finditer(r"design-notes\.md#([a-z0-9-]+)", path.read_text(encoding="utf-8"))}
     assert pointed, "no comment points to the design notes: the pattern is wrong"
     assert pointed <= anchors, sorted(pointed - anchors)
+
+
+#: Where the docs name the code: repository paths (``ratelimit/handler.py`` is under productcrawler/),
+#: not the tail of a URL (``localhost:6800/schedule.json``).
+_PATH = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)+[\w.-]+\.(?:py|lua|sh|toml|ya?ml|json|txt|cfg|ini|md))\b")
+_MODULE = re.compile(r"\bproductcrawler(?:\.[a-z_]\w*)+")
+
+
+def named_in_the_docs(pattern: re.Pattern[str]) -> set[tuple[str, str]]:
+    pages = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md", ROOT / "BENCHMARKS.md"]
+    return {(page.name, match.group(1) if pattern.groups else match.group(0))
+            for page in pages for match in pattern.finditer(page.read_text(encoding="utf-8"))}
+
+
+def test_every_file_the_docs_name_exists() -> None:
+    # "Where does this live?" is what the docs answer: a file moved or renamed must take its mentions along.
+    named = named_in_the_docs(_PATH)
+    assert len(named) > 50, "too few paths found: the pattern is wrong"
+    gone = sorted((page, path) for page, path in named
+                  if not any(place.exists() for place in (ROOT / path, ROOT / "productcrawler" / path,
+                                                          ROOT / "docs" / path)))
+    assert gone == []
+
+
+def test_every_module_and_name_the_docs_give_can_be_imported() -> None:
+    import importlib
+
+    def found(dotted: str) -> bool:
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                thing = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attribute in parts[cut:]:
+                if not hasattr(thing, attribute):
+                    return False
+                thing = getattr(thing, attribute)
+            return True
+        return False
+
+    named = {(page, dotted) for page, dotted in named_in_the_docs(_MODULE)
+             if not dotted.endswith((".json", ".egg"))}  # file names (productcrawler.json), not modules
+    assert len(named) > 5, "too few names found: the pattern is wrong"
+    assert sorted((page, dotted) for page, dotted in named if not found(dotted)) == []

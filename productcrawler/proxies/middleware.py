@@ -68,7 +68,7 @@ from productcrawler.proxies.shared import RedisHealthBook
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
 from productcrawler.ratelimit.wait import wait_for_fresh_slot
-from productcrawler.redis_connection import async_redis_client
+from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, async_redis_client
 from productcrawler.retry.policy import RESEND_NOW
 from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 from productcrawler.run.context import crawl_context
@@ -85,8 +85,6 @@ if TYPE_CHECKING:
     from productcrawler.ratelimit.bucket import RateLimiter
 
 logger = logging.getLogger(__name__)
-
-REDIS_TIMEOUT = 5.0
 
 
 class ProxyMiddleware:
@@ -120,8 +118,7 @@ class ProxyMiddleware:
         if crawl.redis_url is None:
             book = LocalHealthBook(config.policy, len(config.proxies))
         else:
-            client = async_redis_client(crawl.redis_url, socket_timeout=REDIS_TIMEOUT,
-                                        socket_connect_timeout=REDIS_TIMEOUT)
+            client = async_redis_client(crawl.redis_url, **WAITED_FOR_TIMEOUTS)
             book = RedisHealthBook(client, key_prefix=crawl.redis_key_prefix,
                                    keys=[p.key for p in config.proxies], policy=config.policy)
         limiters: list[RateLimiter] | None = None

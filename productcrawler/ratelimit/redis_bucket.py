@@ -53,7 +53,7 @@ from productcrawler.ratelimit.bucket import (
     late_tolerance,
 )
 from productcrawler.redis_clock import ServerClock
-from productcrawler.redis_connection import AsyncClient, async_redis_client, redis_client
+from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, AsyncClient, async_redis_client, redis_client
 from productcrawler.redis_lua import lua_script
 
 if TYPE_CHECKING:
@@ -66,7 +66,6 @@ logger = logging.getLogger(__name__)
 
 LEASE_FRACTION = 0.02  # at most 2 % of a second's tokens per Redis call
 KEY_TTL = 60.0  # seconds the state outlives its last reserved slot
-REDIS_TIMEOUT = 5.0  # socket connect/read timeout, seconds
 OUTAGE_RETRY_DELAY = 1.0  # seconds between attempts while Redis is unreachable
 OUTAGE_MAX = 30.0  # give up (the request fails) after this long without Redis
 LEAD_MAX = 1.0  # seconds; the most a lease's first slot is put off for a slow round trip
@@ -84,7 +83,7 @@ def ping(url: str) -> None:
     (:func:`productcrawler.config.driver_errors.describe`): left out, and not chained,
     when the password is ambiguous, for it names pieces of the password.
     """
-    client = redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
+    client = redis_client(url, **WAITED_FOR_TIMEOUTS)
     try:
         client.ping()
     except RedisError as exc:
@@ -135,7 +134,7 @@ class RedisTokenBucket:
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> Self:
-        client = async_redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
+        client = async_redis_client(url, **WAITED_FOR_TIMEOUTS)
         return cls(client, **kwargs)
 
     def __str__(self) -> str:

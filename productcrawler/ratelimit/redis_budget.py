@@ -29,7 +29,7 @@ from redis.exceptions import RedisError
 from productcrawler.ratelimit import budget_plan
 from productcrawler.ratelimit.budget_plan import AHEAD, Budget
 from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report
-from productcrawler.redis_connection import AsyncClient, async_redis_client
+from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, AsyncClient, async_redis_client
 from productcrawler.redis_lua import lua_script
 
 if TYPE_CHECKING:
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 KEY_TTL = 120.0  # seconds the shared budget outlives its last use
-REDIS_TIMEOUT = 5.0
 
 
 CLAIM_SCRIPT = lua_script("productcrawler.ratelimit", "budget_claim.lua")
@@ -66,7 +65,7 @@ class RedisBudgetGate:
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> Self:
-        client = async_redis_client(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
+        client = async_redis_client(url, **WAITED_FOR_TIMEOUTS)
         return cls(client, **kwargs)
 
     def __str__(self) -> str:

@@ -4,16 +4,19 @@
 
 Each case crawls the default range (ids 1..50,000) into a throwaway SQLite
 database against a fresh simulator: a wrong API_KEY, a wrong API_BASE_URL
-path, answers in a shape PRODUCT_FIELDS does not describe, and a key revoked
-after 4,000 requests of a 20,000-id range. Reports the exit code, the requests
-the simulator received, and the seconds from the first to the last of them
-(for the revocation: after the first 401).
+path, answers in a shape PRODUCT_FIELDS does not describe, a key revoked
+after 4,000 requests of a 20,000-id range, and an API that never answers
+(API_TIMEOUT 2 s). Reports the exit code, the requests the simulator received,
+the seconds from the first to the last of them (for the revocation: after the
+first 401), and the requests the crawl did not send because the guard had
+stopped it (``productcrawler/guard/unsent``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,6 +32,7 @@ CASES = {
     "wrong path (/v2)": ((), {"path": "/v2"}, ()),
     "shape without PRODUCT_FIELDS": (("--shape", "renamed"), {}, ()),
     "key revoked after 4000": (("--revoke-after", "4000"), {}, ("-a", "end_id=20000")),
+    "an API that never answers": (("--fault", "hang=1-50000@*"), {"API_TIMEOUT": "2"}, ()),
 }
 
 
@@ -52,6 +56,11 @@ def run(name: str, sim_args: tuple[str, ...], settings: dict[str, str], args: tu
     if first_401 is not None:
         after = sum(1 for a in arrivals if a[0] >= first_401)
         line += f"; {after} of them from the first 401 on, over {arrivals[-1][0] - first_401:.2f} s"
+    unsent = re.search(r"'productcrawler/guard/unsent': (\d+)", result.stderr)
+    finished = re.search(r"Finished \(\w+\) in ([0-9.]+) s", result.stderr)
+    line += f"; {unsent.group(1) if unsent else 0} not sent after the stop"
+    if finished:
+        line += f"; finished in {finished.group(1)} s"
     return line
 
 

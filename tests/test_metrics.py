@@ -275,3 +275,28 @@ def test_crawl_exposes_live_metrics_that_match_the_database(clean_simulator, mys
     assert 0 < value(settled, "productcrawler_ratelimit_effective_rate") <= 200 * 1.1
     # And the crawl then finished the pass.
     assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products")[0][0] == END - missing
+
+
+def test_a_request_abandoned_before_it_was_sent_has_no_latency():
+    # The guard had stopped the crawl (WholesaleFailureGuard.refuse_unsent): no send, no error to time.
+    from scrapy import Request
+    from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest
+
+    from productcrawler.download import META_ABANDONED
+    from productcrawler.monitoring.instruments import Instruments
+    from productcrawler.monitoring.request_timing import RequestTiming
+
+    histogram = Instruments().request_duration
+    timing = RequestTiming(histogram)
+
+    def observed(outcome: str) -> float:
+        return next(sample.value for family in histogram.collect() for sample in family.samples
+                    if sample.name.endswith("_count") and sample.labels["outcome"] == outcome)
+
+    abandoned = Request("http://api.test/v1/product/7", meta={META_ABANDONED: True})
+    timing.process_request(abandoned)
+    timing.process_exception(abandoned, IgnoreRequest("not sent: the guard stopped the crawl"))
+    sent = Request("http://api.test/v1/product/8")
+    timing.process_request(sent)
+    timing.process_exception(sent, DownloadTimeoutError("took too long"))
+    assert (observed("error"), observed("timeout")) == (0, 1)

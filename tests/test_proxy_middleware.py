@@ -13,10 +13,17 @@ import pytest
 import yarl
 from multidict import CIMultiDict, CIMultiDictProxy
 from scrapy import Request, Spider
-from scrapy.exceptions import DownloadConnectionRefusedError, DownloadFailedError, DownloadTimeoutError, NotConfigured
+from scrapy.exceptions import (
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    NotConfigured,
+)
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
+from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import DOWNLOAD_ERRORS
 from productcrawler.proxies.blame import PROXY_FAILURE_REASONS, UNCLEAR_REASONS
 from productcrawler.proxies.config import parse_proxy_urls
@@ -116,6 +123,19 @@ def test_any_other_answer_is_a_success_for_the_proxy(status):
     response = Response(URL, status=status, request=request)
     assert mw.process_response(request, response) is response
     assert mw.pool._deltas[0] == [1, 0]
+
+
+def test_a_request_abandoned_before_it_was_sent_says_nothing_of_its_proxy():
+    # The guard had stopped the crawl (WholesaleFailureGuard.refuse_unsent): the proxy never saw it.
+    mw = make_mw()
+    mw.process_exception(sent(mw), DownloadConnectionRefusedError("refused"))
+    assert mw.outage.length == 1 and failures(mw) == {"10.0.0.1:3128": 1}
+    request = sent(mw)
+    request.meta[META_ABANDONED] = True
+    assert mw.process_exception(request, IgnoreRequest("not sent: the guard stopped the crawl")) is None
+    # Neither a failure nor "something went through": the proxies-down streak is as it was.
+    assert mw.outage.length == 1 and failures(mw) == {"10.0.0.1:3128": 1}
+    assert mw.pool._deltas[1] == [0, 0]
 
 
 def test_per_proxy_metrics_by_label_and_none_without_a_pool():

@@ -55,9 +55,7 @@ class CrawlContext:
     @property
     def config(self) -> CrawlConfig:
         """The contract, parsed and validated (raises ConfigError)."""
-        if self._config is None:
-            self._config = CrawlConfig.from_settings(self.crawler.settings)
-        return self._config
+        return self.configure()
 
     def configure(self, *, start_id: Any = None, end_id: Any = None, ids: Any = None) -> CrawlConfig:
         """The contract with the spider's arguments, which win over the settings.

@@ -1,4 +1,4 @@
-"""The two things a crawl produces per id: a product, or a recorded failure."""
+"""What a crawl produces: per id a product or a recorded failure; per listing page, its products."""
 
 from __future__ import annotations
 
@@ -35,3 +35,24 @@ class FailureItem:
     http_status: int | None
     reason: str
     attempts: int
+
+
+@dataclass
+class PageItem:
+    """One page of a listing (``PRODUCT_LIST_URL``): its products and the pages its answer made known.
+
+    The storage pipeline writes the products and the page's mark in the pass's
+    ledger in one transaction, so a page counts as done only once all its
+    products are committed.
+    """
+
+    page: int  # its position in the listing pass, 1 for PRODUCT_LIST_URL
+    url: str
+    products: list[ProductItem]
+    #: Pages this answer made known, position -> URL: the next page of a chain,
+    #: or every page after the first of a numbered listing whose total it gives.
+    revealed: dict[int, str]
+    #: Why the page ended without its products (its retries used up, an answer that is no listing):
+    #: the listing is then not complete, and a complete pass over it removes nothing.
+    failure: str | None = None
+    http_status: int | None = None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 #: A batch of outcomes is committed to the database.
-#: Arguments: ``products`` (list of ProductItem), ``failures`` (list of FailureItem).
+#: Arguments: ``products`` (list of ProductItem), ``failures`` (list of FailureItem), ``pages``
+#: (list of PageItem: listing pages, their products among ``products``).
 #: Only now may an id count as done: ledgers acknowledge on this signal.
 outcomes_committed = object()
 

@@ -60,3 +60,13 @@ CREATE TABLE IF NOT EXISTS product_changes (
     KEY idx_changes_pass (pass_id, field)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 
+CREATE TABLE IF NOT EXISTS listing_pages (
+    pass_id INT NOT NULL,
+    page INT NOT NULL,
+    url TEXT NOT NULL,
+    products INT NULL,
+    done_at DATETIME NULL,
+    failure VARCHAR(255) NULL,
+    PRIMARY KEY (pass_id, page)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+

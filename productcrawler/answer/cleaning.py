@@ -31,8 +31,8 @@ from w3lib.html import remove_tags, replace_entities
 from productcrawler.answer.payload import ABSENT, DEFAULT_SHAPE, BadResponse, PayloadShape
 from productcrawler.items import ProductItem
 
-__all__ = ["BadResponse", "clean_count", "clean_label", "clean_name", "clean_price", "clean_rating",
-           "parse_product", "product_keys"]
+__all__ = ["BadResponse", "clean_count", "clean_label", "clean_name", "clean_price", "clean_product",
+           "clean_rating", "decode_answer", "parse_product", "product_keys"]
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,6 +43,7 @@ _T = TypeVar("_T")
 NAME_MAX_LENGTH = 255  # VARCHAR(255): characters, not bytes (utf8mb4)
 LABEL_MAX_LENGTH = 100  # category, brand: VARCHAR(100)
 INT_MAX = 2_147_483_647  # MySQL INT
+MAX_ID = 2**63 - 1  # product_id is a signed BIGINT
 PRICE_MAX = Decimal("99999999.99")  # DECIMAL(10,2)
 RATING_MAX = Decimal("5.00")
 RATING_MIN = Decimal("0.00")
@@ -78,21 +79,35 @@ def parse_product(
     answer does not have at all are appended to ``absent`` if given. Raises
     ``BadResponse`` when the body is not a product.
     """
+    return clean_product(_decode(body), requested_id, fetched_at, shape, absent)
+
+
+def clean_product(
+    answer: object, requested_id: int | str | None, fetched_at: datetime, shape: PayloadShape = DEFAULT_SHAPE,
+    absent: list[str] | None = None, *, id_type: str = "int",
+) -> tuple[ProductItem, list[str]]:
+    """Validate and clean one decoded product (a whole answer, or one product of a listing page).
+
+    ``requested_id``: the id asked for, which the answer's must equal; None for a listed product,
+    whose id is its own (of ``id_type``, PRODUCT_ID_TYPE). Otherwise as :func:`parse_product`.
+    """
     if absent is None:
         absent = []
-    data = shape.extract(_decode(body))
-    if isinstance(requested_id, str):
-        payload_id: object = _string_id(data["product_id"])
+    data = shape.extract(answer)
+    if requested_id is None:
+        product_id = _listed_id(data["product_id"], id_type)
     else:
-        payload_id = _decimal(data["product_id"])
-    if payload_id is None:
-        raise BadResponse("not_a_product", f"product id {data['product_id']!r}")
-    if payload_id != requested_id:
-        raise BadResponse("id_mismatch", f"asked for {requested_id!r}, got {data['product_id']!r}")
+        payload_id: object = (_string_id(data["product_id"]) if isinstance(requested_id, str)
+                              else _decimal(data["product_id"]))
+        if payload_id is None:
+            raise BadResponse("not_a_product", f"product id {data['product_id']!r}")
+        if payload_id != requested_id:
+            raise BadResponse("id_mismatch", f"asked for {requested_id!r}, got {data['product_id']!r}")
+        product_id = requested_id
 
     dropped: list[str] = []
     item = ProductItem(
-        product_id=requested_id,
+        product_id=product_id,
         name=clean_name(data["name"]),
         price=_optional(data, "price", clean_price, dropped, absent),
         stock=_optional(data, "stock", clean_count, dropped, absent),
@@ -103,6 +118,24 @@ def parse_product(
         update_time=fetched_at,  # the payload's own timestamp is not trusted
     )
     return item, dropped
+
+
+def decode_answer(body: bytes) -> object:
+    """An answer's JSON, numbers as Decimals, as products are cleaned from it; ``BadResponse`` if it is none."""
+    return _decode(body)
+
+
+def _listed_id(value: object, id_type: str) -> int | str:
+    """A listed product's own id: a string id as given, an integer id whole and within BIGINT."""
+    if id_type == "string":
+        text = _string_id(value)
+        if text is None or not text.strip():
+            raise BadResponse("not_a_product", f"product id {value!r}")
+        return text
+    number = _decimal(value)
+    if number is None or not number.is_finite() or number != number.to_integral_value() or not 0 < number <= MAX_ID:
+        raise BadResponse("not_a_product", f"product id {value!r}")
+    return int(number)
 
 
 def _string_id(value: object) -> str | None:

@@ -25,6 +25,7 @@ from productcrawler.config.values import (
     ConfigError,
     database_url,
     field_drift,
+    flag,
     http_url,
     mask_url,
     number,
@@ -35,6 +36,7 @@ from productcrawler.config.values import (
     text,
 )
 from productcrawler.ids.idfile import MAX_INT_ID, IdFile, IdFileError, scanned
+from productcrawler.listing import ListingError, ListingOptions
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -74,6 +76,31 @@ def track_changes(raw: Any) -> tuple[str, ...]:
         raise ConfigError(f"TRACK_CHANGES={value!r}: unknown column {', '.join(map(repr, unknown))}; expected "
                           f"some of {', '.join(TRACKABLE_COLUMNS)}, or all, or none")
     return tuple(column for column in TRACKABLE_COLUMNS if column in names)
+
+
+def common_prefix(list_url: str, product_prefix: str | None) -> str:
+    """Where the API's own URLs are with a listing: the listing's directory, and what it shares with
+    PRODUCT_URL's (Shopify's ``.../2024-10/products.json`` and ``.../2024-10/products/{id}.json``
+    share ``.../2024-10/``), never less than the scheme and host."""
+    prefix = list_url.partition("?")[0].partition("#")[0]
+    path_start = prefix.find("/", prefix.find("://") + 3)
+    if path_start < 0:
+        return f"{prefix}/"
+    prefix = prefix[:prefix.rfind("/") + 1]
+    if product_prefix is not None:
+        shared = 0
+        while shared < min(len(prefix), len(product_prefix)) and prefix[shared] == product_prefix[shared]:
+            shared += 1
+        prefix = prefix[:prefix.rfind("/", 0, shared) + 1] if shared < len(prefix) else prefix
+    return prefix if len(prefix) > path_start else prefix[:path_start + 1]
+
+
+def list_options(get: Callable[[str], Any]) -> ListingOptions:
+    """The LIST_* settings, checked (ConfigError names the setting)."""
+    try:
+        return ListingOptions.from_settings(get)
+    except ListingError as error:
+        raise ConfigError(str(error)) from None
 
 
 def max_retries(settings: BaseSettings) -> int:
@@ -191,6 +218,12 @@ class CrawlConfig:
     guard_field_drift: int
     pushgateway_url: str | None
     track_changes: tuple[str, ...]
+    #: PRODUCT_LIST_URL: the first page of the listing a pass walks; None: a pass by id.
+    list_url: str | None = None
+    #: LIST_REMOVALS: a complete listing marks the stored products it did not list removed.
+    list_removals: bool = True
+    #: The LIST_* settings: how the listing's pages and products are found.
+    list_options: ListingOptions = ListingOptions()
 
     @classmethod
     def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,
@@ -254,9 +287,14 @@ class CrawlConfig:
         api_base_url = http_url("API_BASE_URL", get("API_BASE_URL"))
         product_urls = ProductUrl.parse(get("PRODUCT_URL"), api_base_url)
         given = text(get("PRODUCT_URL")) is not None
+        list_url = None if text(get("PRODUCT_LIST_URL")) is None else http_url("PRODUCT_LIST_URL",
+                                                                               get("PRODUCT_LIST_URL"))
         # As Scrapy writes request URLs (host lowercased, path percent-encoded), so that it
-        # matches the spider's requests: the base itself, or a URL below it.
+        # matches the spider's requests: the base itself, or a URL below it; with a listing,
+        # what its URL and the products' have in common (the listing's next pages are beside it).
         api_prefix = safe_url_string(product_urls.prefix if given else f"{api_base_url}/")
+        if list_url is not None:
+            api_prefix = common_prefix(safe_url_string(list_url), api_prefix if given else None)
         return cls(
             api_base_url=api_base_url,
             api_key=text(get("API_KEY")),
@@ -299,6 +337,9 @@ class CrawlConfig:
             guard_field_drift=field_drift(get("GUARD_FIELD_DRIFT"), FIELD_DRIFT_MIN_SAMPLE),
             pushgateway_url=pushgateway_url(get("PUSHGATEWAY_URL")),
             track_changes=track_changes(get("TRACK_CHANGES")),
+            list_url=list_url,
+            list_removals=flag("LIST_REMOVALS", get("LIST_REMOVALS")),
+            list_options=list_options(get),
         )
 
     def __repr__(self) -> str:
@@ -306,7 +347,7 @@ class CrawlConfig:
         # wherever a config is printed: a log line, a traceback, a test failure.
         shown = {field.name: getattr(self, field.name) for field in fields(self)}
         shown["api_key"] = None if self.api_key is None else "***"
-        for name in ("api_base_url", "api_prefix", "database_url", "redis_url", "pushgateway_url"):
+        for name in ("api_base_url", "api_prefix", "database_url", "redis_url", "pushgateway_url", "list_url"):
             shown[name] = mask_url(shown[name])
         shown["product_urls"] = mask_url(str(self.product_urls))
         return f"CrawlConfig({', '.join(f'{name}={value!r}' for name, value in shown.items())})"

@@ -23,6 +23,10 @@ DEFAULTS: dict[str, Any] = {
     "API_BASE_URL": SIMULATOR_BASE_URL,
     # A product's URL, one {id} in it; None: {API_BASE_URL}/product/{id}.
     "PRODUCT_URL": None,
+    # The first page of the product listing; set, a pass walks the listing instead of ids (docs/listing.md).
+    "PRODUCT_LIST_URL": None,
+    # Whether a complete, unfiltered listing marks the stored products it did not list removed.
+    "LIST_REMOVALS": True,
     "API_KEY": None,
     # How API_KEY is sent: bearer, basic, header:NAME or query:NAME (config/auth.py).
     "API_AUTH": "bearer",

@@ -43,6 +43,14 @@ REFERENCE: tuple[Setting, ...] = (
             '(`https://shop.example/admin/api/2024-10/products/{id}.json`); see [the '
             'cookbook](cookbook.md)',
             default='`{API_BASE_URL}/product/{id}`'),
+    Setting(('PRODUCT_LIST_URL',), 'api', 'URL',
+            "the first page of the API's product listing; set, a pass walks the listing page by page "
+            '(100–250 products a request) instead of fetching products by id; see [Listing](listing.md)',
+            default='unset: products by id'),
+    Setting(('LIST_REMOVALS',), 'api', 'boolean',
+            'whether a complete listing pass (every page stored) marks the stored products it did not '
+            'list removed (`removed_at`, a `removed` change row); turn it off for a filtered listing',
+            default='`true`'),
     Setting(('API_KEY',), 'api', 'text (secret)',
             "the API's credential, sent as `API_AUTH` says (added by the download handler to the "
             "API's own URLs only; never in a queue, Redis, the database, a log line, the stats or the"

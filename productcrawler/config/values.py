@@ -38,6 +38,22 @@ def text(value: Any) -> str | None:
     return stripped or None
 
 
+#: The words a yes-or-no setting takes.
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def flag(name: str, raw: Any) -> bool:
+    """A yes-or-no setting: a bool, or one of TRUE_WORDS / FALSE_WORDS."""
+    if isinstance(raw, bool):
+        return raw
+    value = (text(raw) or "").lower()
+    if value in TRUE_WORDS:
+        return True
+    if value in FALSE_WORDS:
+        return False
+    raise ConfigError(f"{name}={raw!r}: expected true or false (1/0, yes/no, on/off)")
+
+
 def mask_url(url: str | None) -> str | None:
     """``url`` with its password and secret query options replaced by ``***`` (for messages and logs).
 

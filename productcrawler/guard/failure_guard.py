@@ -86,7 +86,7 @@ from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.download import META_ABANDONED
 from productcrawler.guard.field_drift import FieldDrift
 from productcrawler.guard.streaks import AUTH, NO_ANSWER, NOT_FOUND, NOT_PRODUCT, PROXIES_DOWN, Streak, diagnosis
-from productcrawler.items import MISSING, FailureItem, ProductItem
+from productcrawler.items import MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
@@ -208,15 +208,10 @@ class WholesaleFailureGuard:
     # -- holding outcomes (item pipeline stage) ----------------------------------
 
     async def process_item(self, item: Any) -> Any:
+        if type(item) is PageItem:
+            return await self._page(item)
         if type(item) is ProductItem:
-            self._products += 1
-            if self._not_product.length:
-                self._release(self._not_product, reset=True)
-            if self._not_found.length:
-                self._release(self._not_found, reset=True)
-            drift = self.field_drift
-            if drift is not None and (drift.sampling or drift.tripped):
-                await drift.hold(item)  # DropItem if the check trips meanwhile
+            await self._products_came(item)
             return item
         streak = self._streak_of(item)
         if streak is None:
@@ -232,6 +227,43 @@ class WholesaleFailureGuard:
         self.stats.inc_value(stat_keys.GUARD_HELD)
         await maybe_deferred_to_future(held)  # DropItem if the guard trips meanwhile
         return item
+
+    async def _products_came(self, *products: ProductItem) -> None:
+        """Products break the streaks that say the answers are not products; DropItem if field drift trips."""
+        self._products += len(products)
+        if self._not_product.length:
+            self._release(self._not_product, reset=True)
+        if self._not_found.length:
+            self._release(self._not_found, reset=True)
+        drift = self.field_drift
+        if drift is not None and (drift.sampling or drift.tripped):
+            await drift.hold(*products)  # DropItem if the check trips meanwhile
+
+    async def _page(self, page: PageItem) -> PageItem:
+        """A listing page: its products as any others; a page that failed for a reason every page
+        would share (the key refused, an answer that is no listing, a 404) stops the crawl at once,
+        since a listing has too few pages for a streak and would otherwise end "complete"."""
+        if self.tripped is not None:
+            self.stats.inc_value(stat_keys.GUARD_DROPPED)
+            raise DropItem(f"not recorded: the guard stopped the crawl ({REASONS[self.tripped]})",
+                           log_level="DEBUG")
+        if page.failure is None:
+            if page.products:
+                await self._products_came(*page.products)
+            return page
+        if page.http_status in _AUTH_STATUSES:
+            streak: Streak | None = self._auth
+        elif page.http_status == 404:
+            streak = self._not_found
+        elif page.failure.startswith(_BAD_RESPONSE_PREFIX):
+            streak = self._not_product
+        else:
+            streak = None  # no answer, or a server error: the page is recorded failed, the listing incomplete
+        if streak is not None and streak.limit and streak.length:
+            self._trip(streak)
+            self.stats.inc_value(stat_keys.GUARD_DROPPED)
+            raise DropItem(f"not recorded: the guard stopped the crawl ({REASONS[streak.kind]})", log_level="DEBUG")
+        return page
 
     def _streak_of(self, item: Any) -> Streak | None:
         if type(item) is not FailureItem:

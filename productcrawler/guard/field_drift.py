@@ -109,10 +109,16 @@ class FieldDrift:
         if len(self._keys) < KEYS_SHOWN:
             self._keys.update(dict.fromkeys(product_keys(body, self.shape)))
 
+    def saw_product(self, product: object) -> None:
+        """A listed product of the sample (decoded): remember its keys for the ERROR line."""
+        if len(self._keys) < KEYS_SHOWN:
+            self._keys.update(dict.fromkeys(self.shape.keys_of(product)))
+
     # -- holding products --------------------------------------------------------------
 
-    async def hold(self, item: ProductItem) -> None:
-        """Return once ``item`` may be written; ``DropItem`` if the check trips (or tripped)."""
+    async def hold(self, *items: ProductItem) -> None:
+        """Return once ``items`` (an answer's, or a listing page's) may be written; ``DropItem`` if the
+        check trips (or tripped)."""
         if self.tripped:
             raise self._not_recorded()
         if self._baseline is None:
@@ -123,10 +129,11 @@ class FieldDrift:
             if self.tripped:
                 raise self._not_recorded()
             return
-        self._sampled += 1
-        for column in self._watched:
-            if getattr(item, column) is None:
-                self._nulls[column] += 1
+        self._sampled += len(items)
+        for item in items:
+            for column in self._watched:
+                if getattr(item, column) is None:
+                    self._nulls[column] += 1
         held: Deferred[None] = Deferred()
         self._held.append(held)
         self.stats.inc_value(stat_keys.GUARD_DRIFT_HELD)

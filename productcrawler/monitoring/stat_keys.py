@@ -42,6 +42,10 @@ BUDGET_PROBES = f"{PREFIX}/ratelimit/budget/probes"
 #: 429s that carried budget headers: the pace is set from them, the rate is not halved.
 BUDGET_429 = f"{PREFIX}/ratelimit/budget/responses_429"
 
+#: A listing pass (PRODUCT_LIST_URL): pages stored, pages that ended without their products.
+LISTING_PAGES = f"{PREFIX}/listing/pages"
+LISTING_PAGES_FAILED = f"{PREFIX}/listing/pages_failed"
+
 RETRY_DELAYED = f"{PREFIX}/retry/delayed"
 RETRY_DELAY_SECONDS = f"{PREFIX}/retry/delay_seconds"
 RETRY_AFTER_HONOURED = f"{PREFIX}/retry/retry_after_honoured"

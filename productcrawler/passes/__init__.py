@@ -2,7 +2,8 @@
 
 ``base.py`` is the interface, ``scheduler.py`` its one driver; ``database.py``
 (one process: the database is the ledger) and ``redis_pass.py`` (any number
-of instances share the pass in Redis) implement it. ``new_pass`` picks one by
+of instances share the pass in Redis) implement it over ids, ``listing.py`` and
+``redis_listing.py`` over a listing's pages (``PRODUCT_LIST_URL``). ``new_pass`` picks one by
 ``REDIS_URL``; a crawler has one, ``crawl_context(crawler).crawl_pass``.
 """
 
@@ -15,7 +16,9 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from productcrawler.ids import RangeIds
 from productcrawler.ids.failed import failed_snapshot
 from productcrawler.passes.database import DatabasePass
+from productcrawler.passes.listing import ListingPass
 from productcrawler.passes.record import SharedPassRecord
+from productcrawler.passes.redis_listing import RedisListingPass
 from productcrawler.passes.redis_pass import RedisPass
 from productcrawler.redis_connection import async_redis_client
 
@@ -27,7 +30,14 @@ if TYPE_CHECKING:
 
 
 def new_pass(config: CrawlConfig, database: Database) -> Pass:
-    """The pass ``config`` asks for: in ``database``, or in Redis (which records its outcomes in ``database``)."""
+    """The pass ``config`` asks for: in ``database``, or in Redis (which records its outcomes in ``database``);
+    over the ids, or over a listing's pages (PRODUCT_LIST_URL)."""
+    if config.list_url is not None:
+        if config.redis_url is None:
+            return ListingPass(database, config)
+        return RedisListingPass(async_redis_client(config.redis_url), config.redis_key_prefix, config.list_url,
+                                heartbeat_ttl=config.redis_heartbeat_ttl, list_removals=config.list_removals,
+                                record=SharedPassRecord(database, tracking=bool(config.track_changes)))
     if config.redis_url is None:
         return DatabasePass(database, config)
     read_failed = None

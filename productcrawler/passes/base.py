@@ -98,8 +98,11 @@ class Pass(Protocol):
     async def push(self, retries: list[tuple[Entry, float]]) -> None:
         """Give positions back for another attempt, each after its delay in seconds."""
 
-    async def acknowledge(self, positions: list[int]) -> str:
-        """These positions' outcomes are committed; returns RUNNING, or FINISHED once every one is done."""
+    async def acknowledge(self, positions: list[int], revealed: dict[int, str] | None = None) -> str:
+        """These positions' outcomes are committed; returns RUNNING, or FINISHED once every one is done.
+
+        ``revealed``: in a listing pass, the pages (position -> URL) these pages' answers made known;
+        empty in a pass by id."""
 
     async def beat(self, status: dict[str, Any]) -> tuple[str, int]:
         """Liveness: publish ``status``, take back dead instances' leases; (pass status, ids taken back)."""

@@ -158,7 +158,7 @@ class DatabasePass:
         for entry, delay in retries:
             heapq.heappush(self._retries, (now + delay, next(self._order), entry))
 
-    async def acknowledge(self, positions: list[int]) -> str:
+    async def acknowledge(self, positions: list[int], revealed: dict[int, str] | None = None) -> str:
         # The committed rows are the acknowledgement; a file's positions are also counted (see _done).
         if self._done is not None and not isinstance(self.ids, RangeIds):
             for position in positions:

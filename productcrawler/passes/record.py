@@ -51,12 +51,14 @@ class SharedPassRecord:
         return await self._run(shared_pass_row, token, 1, ids.total, began, getattr(ids, "digest", None),
                                source_pass_id)
 
-    async def finish(self, pass_id: int, ids: IdSource) -> bool:
-        """Mark the complete pass finished with its summary; True if this instance wrote it."""
+    async def finish(self, pass_id: int, ids: IdSource, *, listing_removals: bool | None = None) -> bool:
+        """Mark the complete pass finished with its summary; True if this instance wrote it.
+
+        ``listing_removals``: for a listing pass, LIST_REMOVALS (see ``finish_with_summary``)."""
         first, last = (ids.start, ids.end) if isinstance(ids, RangeIds) else (None, None)
         try:
             return await self._run(finish_with_summary, pass_id, first, last, utcnow(),
-                                   tracking=self.tracking)
+                                   tracking=self.tracking, listing_removals=listing_removals)
         except Exception as error:
             if not is_connection_error(error):
                 raise

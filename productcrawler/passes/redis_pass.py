@@ -114,6 +114,10 @@ class RedisPass:
 
     #: The queue is another process's to fill: look again twice a second.
     poll_interval = 0.5
+    #: Whether positions are added as the pass runs (a listing's pages), so instances join it whatever its end.
+    grows = False
+    #: For a listing pass, LIST_REMOVALS (its summary then removes what a complete listing lacked); None by id.
+    listing_removals: bool | None = None
 
     def __init__(self, client: AsyncClient, prefix: str, ids: IdSource | None,
                  spider_name: str = "products", instance: str | None = None,
@@ -167,6 +171,9 @@ class RedisPass:
     def key(self, name: str, pass_id: int | None = None) -> str:
         return f"{self.base}:pass:{self.pass_id if pass_id is None else pass_id}:{name}"
 
+    #: Keys of a pass that a subclass adds (expired with the others).
+    extra_keys: tuple[str, ...] = ()
+
     @property
     def inflight_key(self) -> str:
         return self.key(f"inflight:{self.instance}")
@@ -189,7 +196,8 @@ class RedisPass:
             self.ids, self.total = self.failed.ids, self.failed.ids.total
         reply = await self._open(
             keys=[self.pass_key, f"{self.base}:pass_seq"],
-            args=[1, self.total, "1" if fresh else "0", uuid.uuid4().hex, FRESH_JOIN_WINDOW, self.ids.descriptor])
+            args=[1, self.total, "1" if fresh else "0", uuid.uuid4().hex, FRESH_JOIN_WINDOW, self.ids.descriptor,
+                  "1" if self.grows else "0"])
         if reply[0] == b"refused":
             raise ConfigError(refusal(int(reply[1]), reply[2].decode(), self.ids,
                                       failed=self.failed is not None))
@@ -234,7 +242,7 @@ class RedisPass:
             args += [entry.encode(), round(delay * 1000)]
         await self._push(keys=[self.key("queue"), self.key("delayed"), self.inflight_key, self.pass_key], args=args)
 
-    async def acknowledge(self, positions: list[int]) -> str:
+    async def acknowledge(self, positions: list[int], revealed: dict[int, str] | None = None) -> str:
         """Mark positions done (their outcome is committed): FINISHED once the whole pass is.
 
         When this instance's pass is no longer the current one, RUNNING: the
@@ -299,7 +307,7 @@ class RedisPass:
             return False
         status = await self.status()
         if status == FINISHED and self.record is not None and self.row_stamp is not None:
-            await self.record.finish(self.row_stamp, self.ids)
+            await self.record.finish(self.row_stamp, self.ids, listing_removals=self.listing_removals)
         if status in (FINISHED, REPLACED):
             await self._expire(self.pass_id)
             return True
@@ -372,7 +380,7 @@ class RedisPass:
 
     async def _expire(self, pass_id: int) -> None:
         """Let a finished or replaced pass's keys go after FINISHED_TTL; nothing is left to delete by hand."""
-        names = ["queue", "delayed", "done", "done_count", "instances"]
+        names = ["queue", "delayed", "done", "done_count", "instances", *self.extra_keys]
         names += [f"inflight:{reply_text(member)}"
                   for member in await self.client.smembers(self.key("instances", pass_id))]
         for name in names:

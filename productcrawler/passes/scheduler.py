@@ -89,6 +89,7 @@ class PassScheduler(BaseScheduler):
         self._ready: deque[Request] = deque()  # requests that stay here: re-sends, and the wake-up's
         self._in_flight: dict[ProductId, list[int]] = {}  # id -> its positions with a request out
         self._unacked: list[int] = []  # positions
+        self._revealed: dict[int, str] = {}  # listing pages the unacknowledged ones made known: page -> URL
         self._unpushed: list[tuple[Entry, float]] = []
         self._starved = False  # the engine asked and got nothing
         self._last_beat = (time.time(), 0)
@@ -124,7 +125,7 @@ class PassScheduler(BaseScheduler):
         try:
             if not self.lost:
                 if self._unacked:
-                    await self.crawl_pass.acknowledge(self._take_unacked())
+                    await self.crawl_pass.acknowledge(*self._take_unacked())
                 if self._unpushed:
                     retries, self._unpushed = self._unpushed, []
                     await self.crawl_pass.push(retries)
@@ -296,12 +297,18 @@ class PassScheduler(BaseScheduler):
 
     # outcomes
 
-    def _committed(self, products: list[Any], failures: list[Any]) -> None:
-        for items in (products, failures):
-            for item in items:
-                position = self._settled(item.product_id)
-                if position is not None:
-                    self._unacked.append(position)
+    def _committed(self, products: list[Any], failures: list[Any], pages: list[Any] | None = None) -> None:
+        if pages:  # a listing pass: its positions are pages; their products are not positions
+            for page in pages:
+                if self._settled(page.page) is not None:
+                    self._unacked.append(page.page)
+                    self._revealed.update(page.revealed)
+        else:
+            for items in (products, failures):
+                for item in items:
+                    position = self._settled(item.product_id)
+                    if position is not None:
+                        self._unacked.append(position)
         self._acknowledge_soon()
 
     def _settled(self, product_id: ProductId, position: int | None = None) -> int | None:
@@ -319,18 +326,23 @@ class PassScheduler(BaseScheduler):
 
     async def _flush_acks(self) -> None:
         while self._unacked:
-            ids = self._take_unacked()
+            ids, revealed = self._take_unacked()
             try:
-                status = await self.crawl_pass.acknowledge(ids)
+                status = await self.crawl_pass.acknowledge(ids, revealed)
             except Exception:
                 self._unacked[:0] = ids  # committed, so safe to acknowledge later
+                self._revealed.update(revealed)
                 raise
             if status == FINISHED:
                 self.finished = True
+            elif revealed:
+                self.finished = False  # pages the pass did not know of
+                self._lease_soon()
 
-    def _take_unacked(self) -> list[int]:
+    def _take_unacked(self) -> tuple[list[int], dict[int, str]]:
         ids, self._unacked = self._unacked, []
-        return ids
+        revealed, self._revealed = self._revealed, {}
+        return ids, revealed
 
     # liveness
 

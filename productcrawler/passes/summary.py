@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from productcrawler.items import MISSING
 from productcrawler.passes.database_sql import as_datetime, id_bounds, outcome_counts
+from productcrawler.passes.listing_sql import failed_pages, mark_unlisted
 from productcrawler.storage.changes import REMOVED
 from productcrawler.storage.schema import PASS_COLUMN, SUMMARY_COUNTS
 
@@ -72,7 +73,7 @@ COVERAGE_COLUMNS = ("price", "stock", "category", "brand", "rating", "sales_coun
 
 def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int | None, last: int | None,
                         now: datetime,
-                        *, tracking: bool = True) -> bool:
+                        *, tracking: bool = True, listing_removals: bool | None = None) -> bool:
     """Mark a complete pass finished and write its summary, unless it is finished already.
 
     True if this call did. The conditional update makes it once per pass
@@ -80,6 +81,8 @@ def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int 
     second waits on the first's row lock, then finds it finished).
     ``tracking``: whether change rows are written (``changed`` is NULL if not).
     ``first``, ``last``: the range's ids; None for a pass over a file (its rows are those it stamped).
+    ``listing_removals``: None for a pass by id; for a listing pass, whether a complete listing (no page
+    failed) removes the stored products it did not list (``mark_unlisted``). Its ``failed`` counts pages.
     """
     p = dialect.placeholder
     cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p} AND finished_at IS NULL",
@@ -102,6 +105,10 @@ def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int 
                    f"crawl_failures.{PASS_COLUMN} = {p} AND crawl_failures.outcome = {p} "
                    f"AND products.removed_at >= {p}", (*bounds, pass_id, MISSING, dialect.value(started_at)))
     counts["removed"] = int(cursor.fetchone()[0])
+    if listing_removals is not None:
+        counts["failed"] = failed_pages(cursor, dialect, pass_id)
+        if listing_removals and not counts["failed"]:
+            counts["removed"] = mark_unlisted(cursor, dialect, pass_id, now, tracking=tracking)
     within, bounds = id_bounds(dialect, first, last)
     cursor.execute(f"SELECT {', '.join(f'COUNT({c})' for c in COVERAGE_COLUMNS)} FROM products "
                    f"WHERE {within}{PASS_COLUMN} = {p}", (*bounds, pass_id))

@@ -18,11 +18,13 @@ from scrapy import Request, Spider
 from w3lib.url import safe_url_string
 
 from productcrawler import signals as signals_
-from productcrawler.answer.cleaning import BadResponse, parse_product
+from productcrawler.answer.cleaning import BadResponse, clean_product, parse_product
 from productcrawler.config import CrawlConfig
 from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import exception_detail, exception_reason, known_reason
-from productcrawler.items import FAILED, MISSING, FailureItem
+from productcrawler.items import FAILED, MISSING, FailureItem, PageItem
+from productcrawler.listing import ListingError
+from productcrawler.listing.reader import PageReader
 from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import gateway_error
 from productcrawler.retry.policy import RetryPolicy
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: Request meta key: the listing page a request is for (its position in a listing pass).
+LISTING_PAGE = "listing_page"
 #: Values of the spider argument ``fresh`` that mean yes.
 FRESH_WORDS = ("1", "true", "yes", "on")
 
@@ -64,9 +68,13 @@ class ProductsSpider(Spider):
         # in normal form, so is every URL, and Request and aiohttp (yarl) need not
         # normalise each one again (Scrapy's verbatim_url meta key).
         spider.verbatim_urls = safe_url_string(spider.config.product_url(1)) == spider.config.product_url(1)
+        if spider.config.list_url is not None:
+            spider.pages = PageReader(spider.config.list_url, spider.config.list_options)
         return spider
 
     config: CrawlConfig
+    #: A listing pass (PRODUCT_LIST_URL): reads each page's answer; None: a pass by id.
+    pages: PageReader | None = None
 
     @cached_property
     def retry_policy(self) -> RetryPolicy:
@@ -89,6 +97,8 @@ class ProductsSpider(Spider):
     def make_request(self, product_id: int | str) -> Request:
         # dont_filter: the pass hands out each id once, so a
         # fingerprint set (memory growing with the range) would add nothing.
+        if self.pages is not None:
+            return self.page_request(int(product_id))
         return Request(
             self.config.product_url(product_id),
             callback=self.parse,
@@ -96,6 +106,17 @@ class ProductsSpider(Spider):
             dont_filter=True,
             meta={"product_id": product_id, "download_timeout": self.config.api_timeout,
                   "handle_httpstatus_all": True, "verbatim_url": self.verbatim_urls},
+        )
+
+    def page_request(self, page: int) -> Request:
+        """A listing page of the pass (its position the request's ``product_id``, as the pass knows it)."""
+        return Request(
+            crawl_context(self.crawler).crawl_pass.ids.url(page),  # type: ignore[attr-defined]  # ListingPages
+            callback=self.parse_page,
+            errback=self.on_error,
+            dont_filter=True,
+            meta={"product_id": page, LISTING_PAGE: page, "download_timeout": self.config.api_timeout,
+                  "handle_httpstatus_all": True},
         )
 
     def product_id_in(self, url: str) -> int | str | None:
@@ -156,7 +177,52 @@ class ProductsSpider(Spider):
             drift.saw_answer(response.body)
         return [item]
 
-    def on_error(self, failure: Failure) -> list[FailureItem]:
+    def parse_page(self, response: Response) -> list[Any]:
+        """A listing page: its products, cleaned as answers by id are, and the pages it makes known."""
+        request = response.request
+        assert request is not None and self.pages is not None
+        page, status = request.meta[LISTING_PAGE], response.status
+        if status != 200:  # not retried, or retried enough (RETRY_HTTP_CODES)
+            if (gateway := gateway_error(request, status)) is not None:
+                self.crawler.signals.send_catch_log(signals_.no_answer, request=request, error=gateway)
+            return [self._page_failed(request, f"http_{status}", status)]
+        try:
+            objects, revealed = self.pages.read(page, response)
+        except (BadResponse, ListingError) as bad:
+            reason = bad.reason if isinstance(bad, BadResponse) else "not_a_listing"
+            self.crawler.stats.inc_value(stat_keys.bad_response(reason))
+            error = bad if isinstance(bad, BadResponse) else BadResponse("not_a_product", str(bad))
+            self.crawler.signals.send_catch_log(signals_.bad_response, request=request, error=error)
+            logger.warning("Listing page %d (%s) is not a listing page: %s", page, response.url, bad)
+            step = self.retry_policy.next_step(request, reason=f"bad_response/{reason}", http_status=status)
+            return [step if isinstance(step, Request) else self._page_failed(request, step.reason, status)]
+        fetched_at, drift = utcnow(), self.field_drift
+        products = []
+        for listed in objects:
+            absent: list[str] = []
+            try:
+                item, dropped = clean_product(listed, None, fetched_at, self.config.product_fields, absent,
+                                              id_type=self.config.id_type)
+            except BadResponse as bad:
+                self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
+                logger.debug("Listing page %d: a listed object is not a product (%s)", page, bad)
+                continue
+            for field in dropped:
+                self.crawler.stats.inc_value(stat_keys.cleaning_invalid(field))
+            for field in absent:
+                self.crawler.stats.inc_value(stat_keys.cleaning_absent(field))
+            if drift is not None and drift.sampling:
+                drift.saw_product(listed)
+            products.append(item)
+        return [PageItem(page, response.url, products, revealed)]
+
+    def _page_failed(self, request: Request, reason: str, http_status: int | None) -> PageItem:
+        page = request.meta[LISTING_PAGE]
+        logger.error("Listing page %d (%s) failed: %s; the listing is not complete this pass, and no "
+                     "product is marked removed", page, request.url, reason)
+        return PageItem(page, request.url, [], {}, reason[:255], http_status)
+
+    def on_error(self, failure: Failure) -> list[FailureItem | PageItem]:
         request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's Failure
         error = failure.value
         assert error is not None  # set by every Failure's constructor
@@ -164,6 +230,9 @@ class ProductsSpider(Spider):
             return []  # never sent, the crawl stopping: the id stays pending
         # The wholesale-failure guard counts ids that never got an answer (guard/failure_guard.py).
         self.crawler.signals.send_catch_log(signals_.no_answer, request=request, error=error)
+        if LISTING_PAGE in request.meta:
+            return [self._page_failed(request, exception_reason(error) if known_reason(error) is not None
+                                      else exception_detail(error), None)]
         if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it
             return [self.retry_policy.give_up(request, reason=exception_reason(error), http_status=None)]
         detail = exception_detail(error)

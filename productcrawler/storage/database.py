@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.enterprise import adbapi
 
-from productcrawler.items import MISSING, FailureItem, ProductItem
+from productcrawler.items import MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.storage.changes import Written, write_products
+from productcrawler.storage.listing_pages import write_pages
 from productcrawler.storage.migrate import migrate
 from productcrawler.storage.schema import ADDED_COLUMNS, ddl
 from productcrawler.storage.target import SQLITE, DatabaseTarget, Dialect, sqlite_prepare
@@ -74,7 +75,7 @@ def _columns(cursor: Any, table: str) -> set[str]:
 
 def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
                 failures: list[tuple[FailureItem, datetime]], pass_id: int | None = None,
-                tracked: Iterable[str] = DEFAULT_TRACKED) -> Written:
+                tracked: Iterable[str] = DEFAULT_TRACKED, pages: list[PageItem] | None = None) -> Written:
     """Write products (by what changed: ``changes.py``) and failures in the caller's transaction.
 
     A stored product clears that id's failure; a `missing` id's product row
@@ -82,7 +83,8 @@ def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
     current outcome. A `failed` id keeps its last good row: a transient
     failure is no reason to throw good data away; its failure row says the
     refresh did not happen. ``tracked`` names the columns whose changes are
-    recorded (``TRACK_CHANGES``).
+    recorded (``TRACK_CHANGES``). ``pages``: listing pages whose products are among ``products``,
+    marked done in the pass's ledger in the same transaction.
     """
     missing = [(f.product_id, at) for f, at in failures if f.outcome == MISSING]
     written = write_products(cursor, dialect, products, missing, pass_id, tracked)
@@ -93,6 +95,8 @@ def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
         rows = [(f.product_id, f.outcome, f.http_status, f.reason[:255], f.attempts, at, pass_id)
                 for f, at in failures]
         cursor.executemany(dialect.upsert_failure, dialect.rows(rows))
+    if pages:
+        write_pages(cursor, dialect, pages, pass_id, utcnow())
     return written
 
 

@@ -26,7 +26,7 @@ from twisted.internet.task import LoopingCall
 
 from productcrawler import signals
 from productcrawler.config import CrawlConfig
-from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
+from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.monitoring import stat_keys
 from productcrawler.run.context import crawl_context
 from productcrawler.storage.database import utcnow, write_batch
@@ -51,10 +51,12 @@ _RETRY_DELAY_MAX = 8.0
 
 
 class _Pending:
-    __slots__ = ("item", "recorded_at", "written")
+    __slots__ = ("item", "recorded_at", "rows", "written")
 
-    def __init__(self, item: ProductItem | FailureItem) -> None:
+    def __init__(self, item: ProductItem | FailureItem | PageItem) -> None:
         self.item = item
+        #: What it weighs in a batch: a listing page is written whole, all its products with it.
+        self.rows = max(1, len(item.products)) if isinstance(item, PageItem) else 1
         # A Future, not a Deferred: process_item awaits it, and a Deferred would be made into one.
         self.written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.recorded_at: datetime = utcnow()
@@ -89,6 +91,7 @@ class StoragePipeline:
         self.flush_interval = config.database_flush_interval
         self.outage_max = config.database_outage_max
         self._pending: list[_Pending] = []
+        self._pending_rows = 0
         self._writer: Deferred[None] | None = None
         self._timer = LoopingCall(self._flush)
         self._batch_duration = crawl_context(crawler).instruments.database_batch_duration
@@ -118,14 +121,16 @@ class StoragePipeline:
                          "a restart fetches their ids again", self._not_written)
 
     async def process_item(self, item: Any) -> Any:
-        if not isinstance(item, (ProductItem, FailureItem)):
+        if not isinstance(item, (ProductItem, FailureItem, PageItem)):
             return item  # not ours (another spider of the project): passed on untouched
         if self._given_up:
             self._not_written += 1
             raise _not_written()
         pending = _Pending(item)
         self._pending.append(pending)
-        if len(self._pending) >= self.batch_size:
+        self._pending_rows += pending.rows
+        # A listing page is written at once: the next page of a chain waits for this one's commit.
+        if self._pending_rows >= self.batch_size or isinstance(item, PageItem):
             self._flush()
         await pending.written
         return item
@@ -157,9 +162,9 @@ class StoragePipeline:
         outage_started: float | None = None
         delay = _RETRY_DELAY_MIN
         go_on = True
-        while self._pending and (go_on or len(self._pending) >= self.batch_size):
+        while self._pending and (go_on or self._pending_rows >= self.batch_size):
             go_on = True  # until a batch is committed: retries go on
-            batch, self._pending = self._pending[: self.batch_size], self._pending[self.batch_size:]
+            batch = self._take_batch()
             started = time.monotonic()
             try:
                 written = await self._write(batch)
@@ -167,7 +172,7 @@ class StoragePipeline:
                 if not is_connection_error(error):
                     await self._write_one_by_one(batch)
                     continue
-                self._pending[:0] = batch
+                self._put_back(batch)
                 now = time.monotonic()
                 if outage_started is None:
                     outage_started = now
@@ -189,11 +194,29 @@ class StoragePipeline:
             self._committed(batch, written)
             go_on = False
 
+    def _take_batch(self) -> list[_Pending]:
+        """The oldest pending outcomes, up to DATABASE_BATCH_SIZE rows (a listing page whole)."""
+        rows = count = 0
+        for entry in self._pending:
+            if count and rows + entry.rows > self.batch_size:
+                break
+            rows += entry.rows
+            count += 1
+        batch, self._pending = self._pending[:count], self._pending[count:]
+        self._pending_rows -= rows
+        return batch
+
+    def _put_back(self, entries: list[_Pending]) -> None:
+        self._pending[:0] = entries
+        self._pending_rows += sum(entry.rows for entry in entries)
+
     async def _write(self, batch: list[_Pending]) -> Written:
         products = [p.item for p in batch if isinstance(p.item, ProductItem)]
+        pages = [p.item for p in batch if isinstance(p.item, PageItem)]
+        products += [product for page in pages for product in page.products]
         failures = [(p.item, p.recorded_at) for p in batch if isinstance(p.item, FailureItem)]
         return await maybe_deferred_to_future(self.database.run(
-            write_batch, products, failures, self.crawl_pass.row_stamp, self.tracked))
+            write_batch, products, failures, self.crawl_pass.row_stamp, self.tracked, pages))
 
     async def _write_one_by_one(self, batch: list[_Pending]) -> None:
         """One bad row must not sink its batch: find it, and record why it failed."""
@@ -204,25 +227,40 @@ class StoragePipeline:
                 written = await self._write([entry])
             except Exception as error:  # noqa: BLE001
                 if is_connection_error(error):
-                    self._pending[:0] = batch[index:]
+                    self._put_back(batch[index:])
                     return
                 self.stats.inc_value(stat_keys.DB_ROWS_REJECTED)
-                logger.error("The database rejected the row of product %s: %s", entry.item.product_id, error)
+                item = entry.item
+                if isinstance(item, PageItem):
+                    # Its products together: the page ends failed, and the listing is not complete.
+                    logger.error("The database rejected the products of listing page %d: %s", item.page, error)
+                    if item.failure is not None:
+                        entry.settle(DropItem(f"not written: {error}"))
+                        self._put_back(batch[index + 1:])
+                        return
+                    entry.item = PageItem(item.page, item.url, [], {}, f"db_rejected: {error}"[:255])
+                    self._put_back([entry, *batch[index + 1:]])
+                    return
+                logger.error("The database rejected the row of product %s: %s", item.product_id, error)
                 if isinstance(entry.item, FailureItem) and entry.item.reason.startswith("db_rejected"):
                     # Not even its failure row can be stored: drop it (not counted done; the
                     # next run fetches the id again) rather than rewrite it forever.
                     entry.settle(DropItem(f"not written: {error}"))
-                    self._pending[:0] = batch[index + 1:]
+                    self._put_back(batch[index + 1:])
                     return
-                entry.item = FailureItem(entry.item.product_id, FAILED, None,
-                                         f"db_rejected: {error}"[:255], getattr(entry.item, "attempts", 1))
-                self._pending[:0] = [entry, *batch[index + 1:]]
+                entry.item = FailureItem(item.product_id, FAILED, None,
+                                         f"db_rejected: {error}"[:255], getattr(item, "attempts", 1))
+                self._put_back([entry, *batch[index + 1:]])
                 return
             self._committed([entry], written)
 
     def _committed(self, batch: list[_Pending], written: Written) -> None:
         products = [p.item for p in batch if isinstance(p.item, ProductItem)]
         failures = [p.item for p in batch if isinstance(p.item, FailureItem)]
+        pages = [p.item for p in batch if isinstance(p.item, PageItem)]
+        products += [product for page in pages for product in page.products]
+        for page in pages:
+            self.stats.inc_value(stat_keys.LISTING_PAGES_FAILED if page.failure else stat_keys.LISTING_PAGES)
         self.stats.inc_value(stat_keys.DB_BATCHES)
         for key, count in ((stat_keys.PRODUCTS_NEW, written.new), (stat_keys.PRODUCTS_CHANGED, written.changed),
                            (stat_keys.PRODUCTS_UNCHANGED, written.unchanged),
@@ -241,7 +279,8 @@ class StoragePipeline:
                 # Recorded only: an outcome the guard or an outage drops is not counted. The reason up
                 # to its first ":", so that a message in it ("db_rejected: (1264, ...)") makes no key of its own.
                 self.stats.inc_value(stat_keys.failed_reason(failure.reason.split(":", 1)[0]))
-        self.crawler.signals.send_catch_log(signals.outcomes_committed, products=products, failures=failures)
+        self.crawler.signals.send_catch_log(signals.outcomes_committed, products=products, failures=failures,
+                                            pages=pages)
         for entry in batch:
             entry.settle()
 
@@ -256,6 +295,7 @@ class StoragePipeline:
         if self._timer.running:
             self._timer.stop()
         pending, self._pending = self._pending, []
+        self._pending_rows = 0
         self._not_written += len(pending)
         for entry in pending:
             entry.settle(_not_written())

@@ -47,6 +47,9 @@ ADDED_COLUMNS: tuple[tuple[str, ...], ...] = (
 # answered 404 for a product it had (NULL again once it answers a product).
 # `crawl_passes.redis_token`: the Redis-shared pass the row stands for (NULL:
 # a database pass); every instance of that pass finds its row by it.
+# `listing_pages`: the pages of a listing pass (PRODUCT_LIST_URL) it knows of, each
+# with its URL; `done_at` is set in the transaction that stores the page's products,
+# `failure` says why a page ended without them (the listing is then not complete).
 # `id` is BIGINT: InnoDB's upsert consumes an auto-increment value on every
 # update, so an hourly re-crawl of 50,000 ids would exhaust an INT within years.
 _MYSQL_DDL: tuple[str, ...] = (
@@ -108,6 +111,15 @@ _MYSQL_DDL: tuple[str, ...] = (
     KEY idx_changes_product (product_id, changed_at),
     KEY idx_changes_pass (pass_id, field)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
+    """CREATE TABLE IF NOT EXISTS listing_pages (
+    pass_id INT NOT NULL,
+    page INT NOT NULL,
+    url TEXT NOT NULL,
+    products INT NULL,
+    done_at DATETIME NULL,
+    failure VARCHAR(255) NULL,
+    PRIMARY KEY (pass_id, page)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
 )
 
 _SQLITE_DDL: tuple[str, ...] = (
@@ -167,6 +179,15 @@ _SQLITE_DDL: tuple[str, ...] = (
 )""",
     "CREATE INDEX IF NOT EXISTS idx_changes_product ON product_changes (product_id, changed_at)",
     "CREATE INDEX IF NOT EXISTS idx_changes_pass ON product_changes (pass_id, field)",
+    """CREATE TABLE IF NOT EXISTS listing_pages (
+    pass_id INTEGER NOT NULL,
+    page INTEGER NOT NULL,
+    url TEXT NOT NULL,
+    products INTEGER NULL,
+    done_at DATETIME NULL,
+    failure VARCHAR(255) NULL,
+    PRIMARY KEY (pass_id, page)
+)""",
 )
 
 

@@ -1,0 +1,177 @@
+"""The pass of a single process over a listing's pages (``PRODUCT_LIST_URL``); the database is the ledger.
+
+Positions are pages: page 1 is the listing's first URL, and later pages
+become known as answers reveal them (``listing_sql.py``). A page leased and
+not yet acknowledged may still reveal more, so the pass is finished only when
+every known page is done and none is out. Leasing, retries and what is out
+live in memory; opening a resumed pass reads the known pages and which are done.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import time
+from datetime import UTC
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.defer import maybe_deferred_to_future
+
+from productcrawler.passes.base import FINISHED, RUNNING, Entry, Lease
+from productcrawler.passes.listing_sql import known_pages, listing_digest, open_listing_pass
+from productcrawler.passes.summary import finish_with_summary
+from productcrawler.storage.database import utcnow
+from productcrawler.storage.errors import is_connection_error
+
+logger = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from productcrawler.config import CrawlConfig
+    from productcrawler.passes.database_sql import PassInfo
+    from productcrawler.storage.database import Database
+
+
+class ListingPages:
+    """The pages of a listing the pass knows of (its ``IdSource``): a page's "id" is its position."""
+
+    def __init__(self, first_url: str) -> None:
+        self.first_url = first_url
+        self.digest = listing_digest(first_url)
+        #: page -> its URL, as far as the pass knows.
+        self.urls: dict[int, str] = {1: first_url}
+
+    @property
+    def total(self) -> int:
+        return max(self.urls)
+
+    @property
+    def descriptor(self) -> str:
+        return f"listing:{self.digest}"
+
+    def describe(self) -> str:
+        return f"the listing at {self.first_url}"
+
+    def ids_at(self, positions: list[int]) -> list[Any]:
+        return list(positions)
+
+    def url(self, page: int) -> str:
+        return self.urls[page]
+
+    def learn(self, pages: dict[int, str]) -> None:
+        for page, url in pages.items():
+            self.urls.setdefault(page, url)
+
+    def close(self) -> None:
+        pass
+
+
+class ListingPass:
+    #: A look at this pass costs no I/O.
+    poll_interval = 0.05
+    instance = None
+
+    def __init__(self, database: Database, config: CrawlConfig) -> None:
+        assert config.list_url is not None
+        self.database = database
+        self.config = config
+        self.ids = ListingPages(config.list_url)
+        self.tracking = bool(config.track_changes)
+        self.info: PassInfo | None = None
+        self.done_at_start = 0
+        self._done: set[int] = set()
+        self._waiting: list[int] = []  # known pages never handed out, a heap
+        self._out: set[int] = set()  # handed out, not acknowledged: their answers may reveal more
+        self._retries: list[tuple[float, int, Entry]] = []
+        self._order = itertools.count()
+
+    @property
+    def total(self) -> int:
+        return self.ids.total
+
+    @property
+    def pass_id(self) -> int | None:
+        return None if self.info is None else self.info.pass_id
+
+    @property
+    def row_stamp(self) -> int | None:
+        return self.pass_id
+
+    @property
+    def started_at(self) -> float | None:
+        return None if self.info is None else self.info.started_at.replace(tzinfo=UTC).timestamp()
+
+    @staticmethod
+    def is_unavailable(error: BaseException) -> bool:
+        return is_connection_error(error)
+
+    async def open(self, *, fresh: bool) -> str:
+        await self.database.ensure_schema()
+        self.info = info = await self._run(open_listing_pass, self.ids.first_url, fresh=fresh, now=utcnow())
+        for page, url, done in await self._run(known_pages, info.pass_id):
+            self.ids.urls[page] = url
+            if done:
+                self._done.add(page)
+            else:
+                heapq.heappush(self._waiting, page)
+        self.done_at_start = len(self._done)
+        if not info.resumed:
+            return f"Starting pass {info.pass_id} over {self.ids.describe()}"
+        return (f"Resuming pass {info.pass_id} over {self.ids.describe()}: {self.done_at_start} of the "
+                f"{self.total} pages known so far already done")
+
+    async def lease(self, count: int) -> Lease:
+        entries: list[Entry] = []
+        now = time.monotonic()
+        while self._retries and self._retries[0][0] <= now and len(entries) < count:
+            entries.append(heapq.heappop(self._retries)[2])
+        while self._waiting and len(entries) < count:
+            entries.append(Entry(heapq.heappop(self._waiting)))
+        self._out.update(entry.position for entry in entries)
+        if entries or self._retries or self._out:
+            return Lease(entries, RUNNING)
+        return Lease([], FINISHED)
+
+    async def push(self, retries: list[tuple[Entry, float]]) -> None:
+        now = time.monotonic()
+        for entry, delay in retries:
+            heapq.heappush(self._retries, (now + delay, next(self._order), entry))
+
+    async def acknowledge(self, positions: list[int], revealed: dict[int, str] | None = None) -> str:
+        """Pages whose products are committed (with the pages their answers revealed, committed with them)."""
+        for page, url in (revealed or {}).items():
+            if page not in self.ids.urls:
+                self.ids.urls[page] = url
+                heapq.heappush(self._waiting, page)
+        for page in positions:
+            self._out.discard(page)
+            self._done.add(page)
+        return RUNNING
+
+    async def beat(self, status: dict[str, Any]) -> tuple[str, int]:
+        return RUNNING, 0
+
+    async def give_back_lost(self) -> int:
+        return 0
+
+    def done(self, this_run: int) -> int:
+        return len(self._done)
+
+    async def close(self, reason: str, *, lost: bool) -> bool:
+        """Mark the pass finished, with its summary, once every known page is done; True if it is."""
+        if self.info is None:
+            return False
+        pending = self.total - len(self._done)
+        if pending:
+            logger.info("Pass %d is not complete (%d of the %d pages known so far done; stop reason: %s); "
+                        "the next run resumes it", self.info.pass_id, len(self._done), self.total, reason)
+            return False
+        await self._run(finish_with_summary, self.info.pass_id, None, None, utcnow(), tracking=self.tracking,
+                        listing_removals=self.config.list_removals)
+        return True
+
+    async def _run(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        return await maybe_deferred_to_future(self.database.run(function, *args, **kwargs))
+
+
+__all__ = ["ListingPages", "ListingPass"]

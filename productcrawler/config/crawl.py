@@ -9,7 +9,7 @@ checks of single values in :mod:`.values`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import SETTINGS_PRIORITIES
@@ -223,7 +223,7 @@ class CrawlConfig:
     #: LIST_REMOVALS: a complete listing marks the stored products it did not list removed.
     list_removals: bool = True
     #: The LIST_* settings: how the listing's pages and products are found.
-    list_options: ListingOptions = ListingOptions()
+    list_options: ListingOptions = field(default_factory=ListingOptions)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,

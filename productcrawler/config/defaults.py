@@ -27,6 +27,11 @@ DEFAULTS: dict[str, Any] = {
     "PRODUCT_LIST_URL": None,
     # Whether a complete, unfiltered listing marks the stored products it did not list removed.
     "LIST_REMOVALS": True,
+    # How the listing's pages and products are found (productcrawler/listing/options.py); unset: recognised.
+    "LIST_PAGINATION": "auto",
+    **dict.fromkeys(("LIST_PRODUCTS", "LIST_NEXT", "LIST_CURSOR_PARAM", "LIST_PAGE_PARAM", "LIST_OFFSET_PARAM",
+                     "LIST_LIMIT_PARAM", "LIST_TOTAL"), None),
+    "LIST_TOTAL_COUNTS": "auto",
     "API_KEY": None,
     # How API_KEY is sent: bearer, basic, header:NAME or query:NAME (config/auth.py).
     "API_AUTH": "bearer",

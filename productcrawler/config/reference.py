@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from productcrawler.listing.options import SETTINGS as LISTING_SETTINGS
+
 #: Topics in the order the page shows them, with their headings.
 TOPICS = {
     "api": "The API: where, how and what",
     "ids": "Ids",
+    "listing": "Listing: a pass over the API's product listing",
     "rate": "Rate limit",
     "retries": "Retries",
     "storage": "Storage",
@@ -43,11 +46,11 @@ REFERENCE: tuple[Setting, ...] = (
             '(`https://shop.example/admin/api/2024-10/products/{id}.json`); see [the '
             'cookbook](cookbook.md)',
             default='`{API_BASE_URL}/product/{id}`'),
-    Setting(('PRODUCT_LIST_URL',), 'api', 'URL',
+    Setting(('PRODUCT_LIST_URL',), 'listing', 'URL',
             "the first page of the API's product listing; set, a pass walks the listing page by page "
             '(100–250 products a request) instead of fetching products by id; see [Listing](listing.md)',
             default='unset: products by id'),
-    Setting(('LIST_REMOVALS',), 'api', 'boolean',
+    Setting(('LIST_REMOVALS',), 'listing', 'boolean',
             'whether a complete listing pass (every page stored) marks the stored products it did not '
             'list removed (`removed_at`, a `removed` change row); turn it off for a filtered listing',
             default='`true`'),
@@ -219,6 +222,9 @@ REFERENCE: tuple[Setting, ...] = (
             'cap per proxy, on top of `MAX_REQUESTS_PER_SECOND` (shared through Redis like it)',
             default='none'),
 )
+# The LIST_* settings are described beside the code that reads them (productcrawler/listing/options.py).
+REFERENCE += tuple(Setting((name,), "listing", "text", meaning, default)
+                   for name, (meaning, default) in LISTING_SETTINGS.items())
 
 #: Read by Scrapy's logging set-up rather than the contract (DEFAULTS), but a user's setting all the same.
 OUTSIDE_DEFAULTS = ("LOG_FORMAT",)

@@ -61,8 +61,9 @@ class Lease:
 
 
 class Pass(Protocol):
-    #: Positions in the pass (ids of its list, duplicates included).
-    total: int
+    @property
+    def total(self) -> int:
+        """Positions in the pass (ids of its list, duplicates included; a listing's pages known so far)."""
     #: Seconds between looks at a pass that had nothing to hand out.
     poll_interval: float
 

@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS crawl_passes (
     removed INT NULL,
     coverage TEXT NULL,
     redis_token VARCHAR(64) NULL,
+    list_since DATETIME NULL,
     UNIQUE KEY uk_redis_token (redis_token)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 

@@ -8,6 +8,7 @@ checks of single values in :mod:`.values`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ from productcrawler.config.values import (
 )
 from productcrawler.ids.idfile import MAX_INT_ID, IdFile, IdFileError, scanned
 from productcrawler.listing import ListingError, ListingOptions
+from productcrawler.listing.since import FullPassEvery, ListUrl
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -93,6 +95,15 @@ def common_prefix(list_url: str, product_prefix: str | None) -> str:
             shared += 1
         prefix = prefix[:prefix.rfind("/", 0, shared) + 1] if shared < len(prefix) else prefix
     return prefix if len(prefix) > path_start else prefix[:path_start + 1]
+
+
+def duration(name: str, raw: Any) -> float:
+    """Seconds: a number, or a number with a unit (``90s``, ``5m``, ``2h``, ``1d``)."""
+    value = text(raw if not isinstance(raw, (int, float)) else str(raw))
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([smhd]?)", value or "", re.IGNORECASE)
+    if found is None:
+        raise ConfigError(f"{name}={raw!r}: expected seconds, or a duration such as 90s, 5m, 2h, 1d")
+    return float(found[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[found[2].lower()]
 
 
 def list_options(get: Callable[[str], Any]) -> ListingOptions:
@@ -218,12 +229,16 @@ class CrawlConfig:
     guard_field_drift: int
     pushgateway_url: str | None
     track_changes: tuple[str, ...]
-    #: PRODUCT_LIST_URL: the first page of the listing a pass walks; None: a pass by id.
-    list_url: str | None = None
+    #: PRODUCT_LIST_URL: the first page of the listing a pass walks (perhaps with {since}); None: a pass by id.
+    list_url: ListUrl | None = None
     #: LIST_REMOVALS: a complete listing marks the stored products it did not list removed.
     list_removals: bool = True
     #: The LIST_* settings: how the listing's pages and products are found.
     list_options: ListingOptions = field(default_factory=ListingOptions)
+    #: INCREMENTAL_LAG: seconds before the last complete pass's start that {since} goes back.
+    incremental_lag: float = DEFAULTS["INCREMENTAL_LAG"]
+    #: FULL_PASS_EVERY: when an incremental listing lists everything instead.
+    full_pass_every: FullPassEvery = field(default_factory=lambda: FullPassEvery.parse(DEFAULTS["FULL_PASS_EVERY"]))
 
     @classmethod
     def from_settings(cls, settings: BaseSettings | Mapping[str, Any], *, start_id: Any = None,
@@ -287,14 +302,14 @@ class CrawlConfig:
         api_base_url = http_url("API_BASE_URL", get("API_BASE_URL"))
         product_urls = ProductUrl.parse(get("PRODUCT_URL"), api_base_url)
         given = text(get("PRODUCT_URL")) is not None
-        list_url = None if text(get("PRODUCT_LIST_URL")) is None else http_url("PRODUCT_LIST_URL",
-                                                                               get("PRODUCT_LIST_URL"))
+        list_url = None if text(get("PRODUCT_LIST_URL")) is None else ListUrl.parse(
+            http_url("PRODUCT_LIST_URL", get("PRODUCT_LIST_URL")))
         # As Scrapy writes request URLs (host lowercased, path percent-encoded), so that it
         # matches the spider's requests: the base itself, or a URL below it; with a listing,
         # what its URL and the products' have in common (the listing's next pages are beside it).
         api_prefix = safe_url_string(product_urls.prefix if given else f"{api_base_url}/")
         if list_url is not None:
-            api_prefix = common_prefix(safe_url_string(list_url), api_prefix if given else None)
+            api_prefix = common_prefix(safe_url_string(list_url.resolve(None)), api_prefix if given else None)
         return cls(
             api_base_url=api_base_url,
             api_key=text(get("API_KEY")),
@@ -340,6 +355,8 @@ class CrawlConfig:
             list_url=list_url,
             list_removals=flag("LIST_REMOVALS", get("LIST_REMOVALS")),
             list_options=list_options(get),
+            incremental_lag=duration("INCREMENTAL_LAG", get("INCREMENTAL_LAG")),
+            full_pass_every=FullPassEvery.parse(get("FULL_PASS_EVERY")),
         )
 
     def __repr__(self) -> str:
@@ -347,8 +364,9 @@ class CrawlConfig:
         # wherever a config is printed: a log line, a traceback, a test failure.
         shown = {field.name: getattr(self, field.name) for field in fields(self)}
         shown["api_key"] = None if self.api_key is None else "***"
-        for name in ("api_base_url", "api_prefix", "database_url", "redis_url", "pushgateway_url", "list_url"):
+        for name in ("api_base_url", "api_prefix", "database_url", "redis_url", "pushgateway_url"):
             shown[name] = mask_url(shown[name])
+        shown["list_url"] = None if self.list_url is None else mask_url(self.list_url.template)
         shown["product_urls"] = mask_url(str(self.product_urls))
         return f"CrawlConfig({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 

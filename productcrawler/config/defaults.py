@@ -32,6 +32,10 @@ DEFAULTS: dict[str, Any] = {
     **dict.fromkeys(("LIST_PRODUCTS", "LIST_NEXT", "LIST_CURSOR_PARAM", "LIST_PAGE_PARAM", "LIST_OFFSET_PARAM",
                      "LIST_LIMIT_PARAM", "LIST_TOTAL"), None),
     "LIST_TOTAL_COUNTS": "auto",
+    # Incremental listings ({since} in PRODUCT_LIST_URL): how far before the last complete pass's
+    # start {since} goes back, and how often a pass lists everything instead (passes, or a duration).
+    "INCREMENTAL_LAG": "5m",
+    "FULL_PASS_EVERY": "24h",
     "API_KEY": None,
     # How API_KEY is sent: bearer, basic, header:NAME or query:NAME (config/auth.py).
     "API_AUTH": "bearer",

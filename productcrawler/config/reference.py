@@ -48,12 +48,23 @@ REFERENCE: tuple[Setting, ...] = (
             default='`{API_BASE_URL}/product/{id}`'),
     Setting(('PRODUCT_LIST_URL',), 'listing', 'URL',
             "the first page of the API's product listing; set, a pass walks the listing page by page "
-            '(100–250 products a request) instead of fetching products by id; see [Listing](listing.md)',
+            '(100–250 products a request) instead of fetching products by id; `{since}` or '
+            '`{since:FORMAT}` in it makes passes incremental; see [Listing](listing.md)',
             default='unset: products by id'),
     Setting(('LIST_REMOVALS',), 'listing', 'boolean',
             'whether a complete listing pass (every page stored) marks the stored products it did not '
             'list removed (`removed_at`, a `removed` change row); turn it off for a filtered listing',
             default='`true`'),
+    Setting(('INCREMENTAL_LAG',), 'listing', 'duration',
+            '`{since}` in `PRODUCT_LIST_URL` is the start of the last complete pass over the listing minus '
+            'this (`90s`, `5m`, `1h`), so that late writes are listed again; see '
+            '[Listing](listing.md#incremental-passes)',
+            default='`5m`'),
+    Setting(('FULL_PASS_EVERY',), 'listing', 'passes or duration',
+            'how often an incremental listing lists everything instead (`{since}` the epoch), the only pass '
+            'that marks unlisted products removed: every Nth pass (`24`) or once the last full pass began '
+            'this long ago (`24h`, `7d`)',
+            default='`24h`'),
     Setting(('API_KEY',), 'api', 'text (secret)',
             "the API's credential, sent as `API_AUTH` says (added by the download handler to the "
             "API's own URLs only; never in a queue, Redis, the database, a log line, the stats or the"

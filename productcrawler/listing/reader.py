@@ -18,6 +18,8 @@ from productcrawler.answer.cleaning import decode_answer
 from productcrawler.listing import ListAnswer, detect, find_products, paginator_for
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.http import Response
 
     from productcrawler.listing import ListingOptions, Paginator
@@ -26,7 +28,8 @@ logger = logging.getLogger(__name__)
 
 
 class PageReader:
-    def __init__(self, first_url: str, options: ListingOptions) -> None:
+    def __init__(self, first_url: Callable[[], str], options: ListingOptions) -> None:
+        #: Page 1's URL, as the pass has it once open ({since} filled in).
         self.first_url = first_url
         self.options = options
         self.paginator: Paginator | None = paginator_for(options)
@@ -49,16 +52,17 @@ class PageReader:
         if paginator is None:
             # Each style's parameters are read off the listing's first URL (the page parameter,
             # the cursor's start marker), whichever page this process reads first.
-            first = answer if page == 1 else ListAnswer(self.first_url, answer.status, headers, body)
+            first = answer if page == 1 else ListAnswer(self.first_url(), answer.status, headers, body)
             paginator = self.paginator = detect(first, len(products), self.options)
-            logger.info("Listing %s: %s", self.first_url, paginator.describe())
+            logger.info("Listing %s: %s", self.first_url(), paginator.describe())
         return products, self._revealed(paginator, page, answer, len(products))
 
     def _revealed(self, paginator: Paginator, page: int, answer: ListAnswer, count: int) -> dict[int, str]:
         if paginator.numbered and page == 1:
             self.total_pages = paginator.total_pages(answer, count)
             if self.total_pages is not None:
-                return {n: paginator.page_url(self.first_url, n) for n in range(2, self.total_pages + 1)}
+                first_url = self.first_url()
+                return {n: paginator.page_url(first_url, n) for n in range(2, self.total_pages + 1)}
         elif paginator.numbered and self.total_pages is not None:
             return {}
         following = paginator.next_url(answer, count, page)

@@ -35,9 +35,8 @@ def new_pass(config: CrawlConfig, database: Database) -> Pass:
     if config.list_url is not None:
         if config.redis_url is None:
             return ListingPass(database, config)
-        return RedisListingPass(async_redis_client(config.redis_url), config.redis_key_prefix, config.list_url,
-                                heartbeat_ttl=config.redis_heartbeat_ttl, list_removals=config.list_removals,
-                                record=SharedPassRecord(database, tracking=bool(config.track_changes)))
+        return RedisListingPass(async_redis_client(config.redis_url), config.redis_key_prefix, config,
+                                SharedPassRecord(database, tracking=bool(config.track_changes)))
     if config.redis_url is None:
         return DatabasePass(database, config)
     read_failed = None

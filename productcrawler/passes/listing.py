@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from productcrawler.config import CrawlConfig
+    from productcrawler.listing.since import ListUrl
     from productcrawler.passes.database_sql import PassInfo
     from productcrawler.storage.database import Database
 
@@ -35,22 +36,26 @@ if TYPE_CHECKING:
 class ListingPages:
     """The pages of a listing the pass knows of (its ``IdSource``): a page's "id" is its position."""
 
-    def __init__(self, first_url: str) -> None:
-        self.first_url = first_url
-        self.digest = listing_digest(first_url)
-        #: page -> its URL, as far as the pass knows.
-        self.urls: dict[int, str] = {1: first_url}
+    def __init__(self, url: ListUrl) -> None:
+        self.template = url.template
+        self.digest = listing_digest(url.template)
+        #: page -> its URL, as far as the pass knows (page 1 once the pass is open: {since} filled in).
+        self.urls: dict[int, str] = {}
+
+    @property
+    def first_url(self) -> str:
+        return self.urls[1]
 
     @property
     def total(self) -> int:
-        return max(self.urls)
+        return max(self.urls, default=1)
 
     @property
     def descriptor(self) -> str:
         return f"listing:{self.digest}"
 
     def describe(self) -> str:
-        return f"the listing at {self.first_url}"
+        return f"the listing at {self.urls.get(1, self.template)}"
 
     def ids_at(self, positions: list[int]) -> list[Any]:
         return list(positions)
@@ -107,7 +112,8 @@ class ListingPass:
 
     async def open(self, *, fresh: bool) -> str:
         await self.database.ensure_schema()
-        self.info = info = await self._run(open_listing_pass, self.ids.first_url, fresh=fresh, now=utcnow())
+        self.info = info = await self._run(open_listing_pass, self.config.list_url, fresh=fresh, now=utcnow(),
+                                           lag=self.config.incremental_lag, full_every=self.config.full_pass_every)
         for page, url, done in await self._run(known_pages, info.pass_id):
             self.ids.urls[page] = url
             if done:

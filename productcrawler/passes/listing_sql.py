@@ -5,14 +5,16 @@ listing's first URL, and each page's answer makes later pages known (the next
 page of a chain, or every page of a numbered listing once page 1 gives the
 total). ``listing_pages`` holds each known page's URL; a page is done when its
 row has ``done_at``, set in the transaction that stores its products
-(``write_pages``), so a run stopped at any moment resumes at the pages whose
-products were not all committed. Plain functions of a DB-API cursor, run in the
-pool's worker threads like the rest of the SQL.
+(``storage/listing_pages.py``), so a run stopped at any moment resumes at the
+pages whose products were not all committed. A pass records its ``{since}``
+(``list_since``; NULL for a pass that lists everything). Plain functions of a
+DB-API cursor, run in the pool's worker threads like the rest of the SQL.
 """
 
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from productcrawler.passes.database_sql import PassInfo, as_datetime
@@ -23,21 +25,47 @@ from productcrawler.storage.schema import PASS_COLUMN
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from productcrawler.listing.since import FullPassEvery, ListUrl
     from productcrawler.storage.target import Dialect
 
 #: ``crawl_passes.start_id``/``end_id`` of a listing pass: it runs over pages, not ids.
 LISTING_START, LISTING_END = 1, 0
 
 
-def listing_digest(first_url: str) -> str:
-    """What tells one listing from another in ``crawl_passes.ids_digest``: a digest of its first URL."""
-    return hashlib.sha256(f"listing:{first_url}".encode()).hexdigest()
+def listing_digest(template: str) -> str:
+    """What tells one listing from another in ``crawl_passes.ids_digest``: a digest of PRODUCT_LIST_URL."""
+    return hashlib.sha256(f"listing:{template}".encode()).hexdigest()
 
 
-def open_listing_pass(cursor: Any, dialect: Dialect, first_url: str, *, fresh: bool, now: datetime) -> PassInfo:
+def listing_since(cursor: Any, dialect: Dialect, url: ListUrl, now: datetime, lag: float,
+                  full_every: FullPassEvery) -> datetime | None:
+    """The ``{since}`` of a new pass over ``url``: None for a pass that lists everything.
+
+    The last complete pass over the same listing (finished, no page failed) gives its start
+    minus ``lag``; a listing without ``{since}``, one never completed, or a full pass that
+    ``full_every`` says is due lists everything.
+    """
+    if not url.incremental:
+        return None
+    p = dialect.placeholder
+    cursor.execute(f"SELECT started_at, list_since FROM crawl_passes WHERE ids_digest = {p} "
+                   f"AND finished_at IS NOT NULL AND stored IS NOT NULL AND failed = 0 ORDER BY pass_id DESC",
+                   (listing_digest(url.template),))
+    complete = cursor.fetchall()
+    if not complete:
+        return None
+    since_full = next((n for n, (_, since) in enumerate(complete) if since is None), None)
+    last_full = None if since_full is None else as_datetime(complete[since_full][0])
+    if full_every.due(len(complete) if since_full is None else since_full, last_full, now):
+        return None
+    return as_datetime(complete[0][0]) - timedelta(seconds=lag)
+
+
+def open_listing_pass(cursor: Any, dialect: Dialect, url: ListUrl, *, fresh: bool, now: datetime, lag: float,
+                      full_every: FullPassEvery) -> PassInfo:
     """Resume the unfinished pass over this listing, or start one with its first page known."""
     p = dialect.placeholder
-    digest = listing_digest(first_url)
+    digest = listing_digest(url.template)
     cursor.execute(f"SELECT pass_id, started_at FROM crawl_passes WHERE ids_digest = {p} AND finished_at IS NULL "
                    f"AND redis_token IS NULL ORDER BY pass_id DESC LIMIT 1", (digest,))
     row = cursor.fetchone()
@@ -45,12 +73,21 @@ def open_listing_pass(cursor: Any, dialect: Dialect, first_url: str, *, fresh: b
         return PassInfo(int(row[0]), LISTING_START, LISTING_END, as_datetime(row[1]), resumed=True)
     if row is not None:
         cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}", (dialect.value(now), row[0]))
-    cursor.execute(f"INSERT INTO crawl_passes (start_id, end_id, started_at, ids_digest, ids_count) "
-                   f"VALUES ({p}, {p}, {p}, {p}, {p})",
-                   (LISTING_START, LISTING_END, dialect.value(now), digest, 0))
+    since = listing_since(cursor, dialect, url, now, lag, full_every)
+    cursor.execute(f"INSERT INTO crawl_passes (start_id, end_id, started_at, ids_digest, ids_count, list_since) "
+                   f"VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
+                   (LISTING_START, LISTING_END, dialect.value(now), digest, 0,
+                    None if since is None else dialect.value(since)))
     pass_id = int(cursor.lastrowid)
-    reveal(cursor, dialect, pass_id, {1: first_url})
+    reveal(cursor, dialect, pass_id, {1: url.resolve(since)})
     return PassInfo(pass_id, LISTING_START, LISTING_END, now, resumed=False)
+
+
+def set_since(cursor: Any, dialect: Dialect, pass_id: int, since: datetime | None) -> None:
+    """A shared pass's ``{since}``, recorded by the instance whose first page the pass took."""
+    p = dialect.placeholder
+    cursor.execute(f"UPDATE crawl_passes SET list_since = {p} WHERE pass_id = {p}",
+                   (None if since is None else dialect.value(since), pass_id))
 
 
 def known_pages(cursor: Any, dialect: Dialect, pass_id: int) -> list[tuple[int, str, bool]]:
@@ -66,8 +103,15 @@ def failed_pages(cursor: Any, dialect: Dialect, pass_id: int) -> int:
     return int(cursor.fetchone()[0])
 
 
+def lists_everything(cursor: Any, dialect: Dialect, pass_id: int) -> bool:
+    """Whether the pass listed everything (no ``{since}`` filter): only such a pass may remove products."""
+    cursor.execute(f"SELECT list_since FROM crawl_passes WHERE pass_id = {dialect.placeholder}", (pass_id,))
+    row = cursor.fetchone()
+    return row is not None and row[0] is None
+
+
 def mark_unlisted(cursor: Any, dialect: Dialect, pass_id: int, now: datetime, *, tracking: bool) -> int:
-    """After a complete, unfiltered listing: every stored product it did not list is removed.
+    """After a complete listing of everything: every stored product it did not list is removed.
 
     A product the pass listed carries its ``pass_id``; one that does not and is
     not removed yet gets ``removed_at`` and, with change tracking, a ``removed``

@@ -14,13 +14,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from scrapy.utils.defer import maybe_deferred_to_future
+
 from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, RUNNING, Lease
 from productcrawler.passes.listing import ListingPages
+from productcrawler.passes.listing_sql import listing_since, set_since
 from productcrawler.passes.redis_pass import RedisPass
 from productcrawler.redis_connection import reply_text
+from productcrawler.storage.database import utcnow
 
 if TYPE_CHECKING:
+    from productcrawler.config import CrawlConfig
     from productcrawler.passes.record import SharedPassRecord
     from productcrawler.redis_connection import AsyncClient
 
@@ -29,16 +34,28 @@ class RedisListingPass(RedisPass):
     grows = True
     extra_keys = ("pages",)
 
-    def __init__(self, client: AsyncClient, prefix: str, first_url: str, *, heartbeat_ttl: float,
-                 record: SharedPassRecord | None, list_removals: bool) -> None:
-        self.pages = ListingPages(first_url)
-        super().__init__(client, prefix, self.pages, heartbeat_ttl=heartbeat_ttl, record=record)
-        self.listing_removals = list_removals
+    def __init__(self, client: AsyncClient, prefix: str, config: CrawlConfig, record: SharedPassRecord) -> None:
+        assert config.list_url is not None
+        self.url = config.list_url
+        self.config = config
+        self.pages = ListingPages(config.list_url)
+        super().__init__(client, prefix, self.pages, heartbeat_ttl=config.redis_heartbeat_ttl, record=record)
+        self.shared_record = record
+        self.listing_removals = config.list_removals
         self._reveal = client.register_script(redis_scripts.LISTING_REVEAL)
 
     async def open(self, *, fresh: bool) -> str:
+        database = self.shared_record.database
+        await database.ensure_schema()
+        since = await maybe_deferred_to_future(database.run(
+            listing_since, self.url, utcnow(), self.config.incremental_lag, self.config.full_pass_every))
+        self.pages.urls[1] = self.url.resolve(since)  # for the opening line; the pass's own is read below
         line = await super().open(fresh=fresh)
-        await self.client.hsetnx(self.key("pages"), "1", self.pages.first_url)
+        if await self.client.hsetnx(self.key("pages"), "1", self.pages.urls[1]):
+            # This instance started the pass: its {since} is the pass's.
+            assert self.row_stamp is not None
+            await maybe_deferred_to_future(database.run(set_since, self.row_stamp, since))
+        self.pages.urls[1] = reply_text(await self.client.hget(self.key("pages"), "1") or self.pages.urls[1])
         state = await self.state()
         if state is not None and state.pass_id == self.pass_id:
             self.total = state.end_id

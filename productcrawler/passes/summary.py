@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from productcrawler.items import MISSING
 from productcrawler.passes.database_sql import as_datetime, id_bounds, outcome_counts
-from productcrawler.passes.listing_sql import failed_pages, mark_unlisted
+from productcrawler.passes.listing_sql import failed_pages, lists_everything, mark_unlisted
 from productcrawler.storage.changes import REMOVED
 from productcrawler.storage.schema import PASS_COLUMN, SUMMARY_COUNTS
 
@@ -82,7 +82,8 @@ def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int 
     ``tracking``: whether change rows are written (``changed`` is NULL if not).
     ``first``, ``last``: the range's ids; None for a pass over a file (its rows are those it stamped).
     ``listing_removals``: None for a pass by id; for a listing pass, whether a complete listing (no page
-    failed) removes the stored products it did not list (``mark_unlisted``). Its ``failed`` counts pages.
+    failed, no ``{since}``) removes the stored products it did not list (``mark_unlisted``). Its ``failed``
+    counts pages.
     """
     p = dialect.placeholder
     cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p} AND finished_at IS NULL",
@@ -107,7 +108,7 @@ def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int 
     counts["removed"] = int(cursor.fetchone()[0])
     if listing_removals is not None:
         counts["failed"] = failed_pages(cursor, dialect, pass_id)
-        if listing_removals and not counts["failed"]:
+        if listing_removals and not counts["failed"] and lists_everything(cursor, dialect, pass_id):
             counts["removed"] = mark_unlisted(cursor, dialect, pass_id, now, tracking=tracking)
     within, bounds = id_bounds(dialect, first, last)
     cursor.execute(f"SELECT {', '.join(f'COUNT({c})' for c in COVERAGE_COLUMNS)} FROM products "

@@ -69,7 +69,8 @@ class ProductsSpider(Spider):
         # normalise each one again (Scrapy's verbatim_url meta key).
         spider.verbatim_urls = safe_url_string(spider.config.product_url(1)) == spider.config.product_url(1)
         if spider.config.list_url is not None:
-            spider.pages = PageReader(spider.config.list_url, spider.config.list_options)
+            pages = crawl_context(crawler).crawl_pass.ids
+            spider.pages = PageReader(lambda: pages.url(1), spider.config.list_options)  # type: ignore[attr-defined]  # ListingPages
         return spider
 
     config: CrawlConfig

@@ -39,6 +39,8 @@ ADDED_COLUMNS: tuple[tuple[str, ...], ...] = (
     ("crawl_passes", "source_pass_id", "INT NULL", "INTEGER NULL"),
     ("crawl_passes", "redis_token", "VARCHAR(64) NULL", "VARCHAR(64) NULL",
      "CREATE UNIQUE INDEX uk_redis_token ON crawl_passes (redis_token)"),
+    # A listing pass's {since}: NULL for a pass that lists everything (docs/listing.md).
+    ("crawl_passes", "list_since", "DATETIME NULL", "DATETIME NULL"),
 )
 
 # `pass_id` on products and crawl_failures: the pass (crawl_passes) that wrote
@@ -98,6 +100,7 @@ _MYSQL_DDL: tuple[str, ...] = (
     removed INT NULL,
     coverage TEXT NULL,
     redis_token VARCHAR(64) NULL,
+    list_since DATETIME NULL,
     UNIQUE KEY uk_redis_token (redis_token)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
     """CREATE TABLE IF NOT EXISTS product_changes (
@@ -166,7 +169,8 @@ _SQLITE_DDL: tuple[str, ...] = (
     changed INTEGER NULL,
     removed INTEGER NULL,
     coverage TEXT NULL,
-    redis_token VARCHAR(64) NULL UNIQUE
+    redis_token VARCHAR(64) NULL UNIQUE,
+    list_since DATETIME NULL
 )""",
     """CREATE TABLE IF NOT EXISTS product_changes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -17,6 +17,7 @@ from scrapy.commands import ScrapyCommand
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.config.driver_errors import describe
 from productcrawler.passes.database_sql import as_datetime, outcome_counts
+from productcrawler.passes.listing_sql import known_pages
 from productcrawler.passes.redis_pass import RedisPass
 from productcrawler.redis_connection import async_redis_client
 from productcrawler.run.preflight import connect_database
@@ -86,6 +87,8 @@ def _id_list(descriptor: str) -> str:
     if kind == "file":
         digest, _, count = rest.partition(":")
         return f"a file of {count} ids (SHA-256 {digest[:16]})"
+    if kind == "listing":
+        return "a listing's pages"
     return f"ids {rest.replace('-', '..')}" if kind == "range" else "ids"
 
 
@@ -107,11 +110,18 @@ def _from_database(config: CrawlConfig) -> list[str]:
         counts = outcome_counts(cursor, target.dialect, first, last, pass_id)
         # Each id has one current outcome row: the counts add up to the ids done.
         done = sum(counts.values())
+        listing = bool(digest) and not count  # a pass over a listing's pages (passes/listing_sql.py)
+        if listing:
+            pages = known_pages(cursor, target.dialect, pass_id)
     finally:
         connection.close()
+    status = f"finished {finished_at}" if finished_at else "running or interrupted"
+    if listing:
+        pages_done = sum(1 for _, _, page_done in pages if page_done)
+        return [f"Pass {pass_id} ({status}): {pages_done} of the {len(pages)} listing pages known so far done, "
+                f"started {started} UTC; {counts['stored']} products stored"]
     total = int(count) if digest else end_id - start_id + 1
     described = f"a file of {count} ids (SHA-256 {digest[:16]})" if digest else f"ids {start_id}..{end_id}"
-    status = f"finished {finished_at}" if finished_at else "running or interrupted"
     return [f"Pass {pass_id} ({status}): {done}/{total} ids done ({100.0 * done / total:.1f} %), "
             f"{described}, started {started} UTC; {counts['stored']} stored, "
             f"{counts['missing']} missing, {counts['failed']} failed"]

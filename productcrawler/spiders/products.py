@@ -24,6 +24,7 @@ from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import exception_detail, exception_reason, known_reason
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem
 from productcrawler.listing import ListingError
+from productcrawler.listing.listed import LISTED_ON, ListedProducts
 from productcrawler.listing.reader import PageReader
 from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import gateway_error
@@ -71,11 +72,15 @@ class ProductsSpider(Spider):
         if spider.config.list_url is not None:
             pages = crawl_context(crawler).crawl_pass.ids
             spider.pages = PageReader(lambda: pages.url(1), spider.config.list_options)  # type: ignore[attr-defined]  # ListingPages
+            if spider.config.ids_from_listing:
+                spider.listed = ListedProducts()
         return spider
 
     config: CrawlConfig
     #: A listing pass (PRODUCT_LIST_URL): reads each page's answer; None: a pass by id.
     pages: PageReader | None = None
+    #: PRODUCT_IDS=list: the listed ids' product requests and their pages' marks; None otherwise.
+    listed: ListedProducts | None = None
 
     @cached_property
     def retry_policy(self) -> RetryPolicy:
@@ -100,6 +105,9 @@ class ProductsSpider(Spider):
         # fingerprint set (memory growing with the range) would add nothing.
         if self.pages is not None:
             return self.page_request(int(product_id))
+        return self.product_request(product_id)
+
+    def product_request(self, product_id: int | str) -> Request:
         return Request(
             self.config.product_url(product_id),
             callback=self.parse,
@@ -140,14 +148,15 @@ class ProductsSpider(Spider):
                 return []
             request = request.replace(meta={**request.meta, "product_id": product_id})
         try:
-            return self._outcome(request, response)
+            outcome = self._outcome(request, response)
         except Exception as error:
             # A bug of ours, or an answer nothing here foresaw: the id still ends recorded
             # (with a shared pass, an id without an outcome would be leased again forever).
             logger.exception("Product %s: could not parse the answer", request.meta["product_id"])
             reason = f"parse_error: {type(error).__name__}: {error}"
-            return [FailureItem(request.meta["product_id"], FAILED, response.status, reason[:255],
-                                request.meta.get("retry_times", 0) + 1)]
+            outcome = [FailureItem(request.meta["product_id"], FAILED, response.status, reason[:255],
+                                   request.meta.get("retry_times", 0) + 1)]
+        return outcome if self.listed is None else self.listed.outcome(request, outcome)
 
     def _outcome(self, request: Request, response: Response) -> list[Any]:
         status = response.status
@@ -215,7 +224,17 @@ class ProductsSpider(Spider):
             if drift is not None and drift.sampling:
                 drift.saw_product(listed)
             products.append(item)
-        return [PageItem(page, response.url, products, revealed)]
+        mark = PageItem(page, response.url, products, revealed)
+        if self.listed is None:
+            return [mark]
+        # PRODUCT_IDS=list: each listed product is fetched by id; the page's mark follows them.
+        ids = list(dict.fromkeys(item.product_id for item in products))
+        requests: list[Any] = []
+        for product_id in ids:
+            request = self.product_request(product_id)
+            request.meta[LISTED_ON] = page
+            requests.append(request)
+        return [*requests, *self.listed.listed(PageItem(page, response.url, [], revealed), ids)]
 
     def _page_failed(self, request: Request, reason: str, http_status: int | None) -> PageItem:
         page = request.meta[LISTING_PAGE]
@@ -223,8 +242,12 @@ class ProductsSpider(Spider):
                      "product is marked removed", page, request.url, reason)
         return PageItem(page, request.url, [], {}, reason[:255], http_status)
 
-    def on_error(self, failure: Failure) -> list[FailureItem | PageItem]:
+    def on_error(self, failure: Failure) -> list[Any]:
         request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's Failure
+        outcome = self._error_outcome(request, failure)
+        return outcome if self.listed is None else self.listed.outcome(request, outcome)
+
+    def _error_outcome(self, request: Request, failure: Failure) -> list[Any]:
         error = failure.value
         assert error is not None  # set by every Failure's constructor
         if request.meta.get(META_ABANDONED):

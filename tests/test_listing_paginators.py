@@ -9,7 +9,6 @@ not have.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -173,6 +172,15 @@ def test_woocommerce_is_page_numbers_from_x_wp_totalpages_and_never_asks_the_emp
     asked, ids = walk(paginator, WOOCOMMERCE, f"{WOO}?per_page=2")
     assert asked == list(WOOCOMMERCE)[:2] and ids == [794, 795, 796, 797]
     assert addressed(paginator, WOOCOMMERCE, f"{WOO}?per_page=2") == (asked, ids)
+
+
+def test_with_a_total_an_empty_page_before_the_end_does_not_end_the_listing() -> None:
+    # Products deleted while the pass runs can leave page 2 empty; X-WP-TotalPages still says 3.
+    recorded = record((f"{WOO}?per_page=2", woo([794, 795]), woo_headers(1, 3, 5)),
+                      (f"{WOO}?per_page=2&page=2", [], woo_headers(2, 3, 5)),
+                      (f"{WOO}?per_page=2&page=3", woo([798]), woo_headers(3, 3, 5)))
+    paginator = detect(*first_of(recorded))
+    assert walk(paginator, recorded, f"{WOO}?per_page=2") == (list(recorded), [794, 795, 798])
 
 
 def test_woocommerce_without_totals_ends_at_the_empty_page() -> None:
@@ -396,6 +404,17 @@ def test_page_numbers_without_a_total_end_at_a_short_page() -> None:
     assert walk(paginator, recorded, f"{API}?page=1&limit=2") == (list(recorded), [1, 2, 3])
 
 
+@pytest.mark.parametrize(("param", "header", "second"), [("page", "X-Total-Pages", 2), ("offset", "X-Total-Count", 2)])
+def test_a_total_given_on_page_one_only_still_ends_the_walk(param: str, header: str, second: int) -> None:
+    total = "2" if header == "X-Total-Pages" else "4"
+    recorded = record((f"{API}?{param}={second - 1 if param == 'page' else 0}&limit=2", [{"id": 1}, {"id": 2}],
+                       {header: total}),
+                      (f"{API}?{param}={second}&limit=2", [{"id": 3}, {"id": 4}]))
+    paginator = detect(*first_of(recorded))
+    assert paginator.style == ("page_number" if param == "page" else "offset")
+    assert walk(paginator, recorded, list(recorded)[0]) == (list(recorded), [1, 2, 3, 4])
+
+
 def test_zero_based_page_numbers_count_from_the_listing_url() -> None:
     paginator = PageNumberPaginator(param="page", total=Total("body", "totalPages", "pages"))
     first = ListAnswer(f"{API}?page=0&size=2", 200, {}, {"content": [{"id": 1}, {"id": 2}], "totalPages": 2})
@@ -544,6 +563,8 @@ def _escaped(text: str) -> str:
     return re.escape(text)
 
 
-def test_page_counts_round_up() -> None:
-    assert Total("body", "total_count", "items").pages(ListAnswer("https://a/", 200, {}, {"total_count": 5}), 2) == 3
-    assert math.ceil(5 / 2) == 3
+@pytest.mark.parametrize(("total", "size", "pages"), [(5, 2, 3), (4, 2, 2), (0, 2, 0), (1, 250, 1), (5, None, None)])
+def test_an_item_total_becomes_pages_rounded_up(total: int, size: int | None, pages: int | None) -> None:
+    answer = ListAnswer("https://a.example/", 200, {}, {"total_count": total})
+    assert Total("body", "total_count", "items").pages(answer, size) == pages
+    assert Total("body", "total_count", "pages").pages(answer, size) == total

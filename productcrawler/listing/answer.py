@@ -133,7 +133,8 @@ def find_products(body: Any, path: str | None = None) -> tuple[list[dict[str, An
                                "set LIST_PRODUCTS to where they are")
         return body, ""
     if type(body) is not dict:
-        raise ListingError(f"the answer is {shown_keys(body)}, not a list of products or an object holding one")
+        raise ListingError(f"the answer is {shown_keys(body)}, not a list of products or an object holding one; "
+                          "set LIST_PRODUCTS to where they are")
     level: list[tuple[str, Any]] = [("", body)]
     for _ in range(SEARCH_DEPTH):
         for prefix, node in level:

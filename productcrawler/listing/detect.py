@@ -95,7 +95,7 @@ def _numbered(first: ListAnswer, options: ListingOptions,
         for name in [configured] if configured else known:
             if any(urls.query_value(url, name) is not None for url in places):
                 total: Total | None = options.total_spec() or find_total(first, kind.prefer, options.forced_counts)
-                return kind(param=name, limit_param=options.limit_param, total=total,
+                return kind(param=name, limit_param=options.limit_param or limit_name(first.url), total=total,
                             counts=options.forced_counts)
     return None
 

@@ -106,7 +106,7 @@ class PageNumberPaginator(Numbered):
         total = self.total_of(answer)
         pages = total.pages(answer, self.page_size(answer, products_on_page, page)) if total else None
         if pages is None:
-            return None
+            return self._pages  # an answer without the total: the one an earlier page gave
         start = self.first_number(answer.url, page)
         # An API that numbers from 0 has pages 0..N-1: N pages from 0; one from 1 has 1..N.
         self._pages = max(pages - (start - 1 if start else 0), 1)
@@ -133,6 +133,7 @@ class OffsetPaginator(Numbered):
     style: ClassVar[str] = "offset"
     prefer: ClassVar[str] = "items"
     param: str = "offset"
+    _items: int | None = field(default=None, init=False, repr=False)
 
     def what(self) -> str:
         return f"offsets in ?{self.param}="
@@ -155,7 +156,7 @@ class OffsetPaginator(Numbered):
     def total_pages(self, first: ListAnswer, products_on_page: int) -> int | None:
         total = self.total_of(first)
         size = self.page_size(first, products_on_page, 1)
-        items = total.items(first, size) if total else None
+        items = self._items = total.items(first, size) if total else None
         if items is None or not size:
             return None
         self._pages = max(math.ceil((items - (self.value(first.url) or 0)) / size), 1)
@@ -167,6 +168,9 @@ class OffsetPaginator(Numbered):
         size = self.page_size(answer, products_on_page, page) or products_on_page
         total = self.total_of(answer)
         items = total.items(answer, size) if total else None
+        if items is None:
+            items = self._items  # an answer without the total: the one an earlier page gave
+        self._items = items
         following = (self.value(answer.url) or 0) + size
         if repeated or not size or (items is not None and following >= items):
             return None

@@ -58,11 +58,11 @@ def _param(name: str, value: str) -> str:
     return value
 
 
-def _path(name: str, value: str) -> str:
+def _path(name: str, value: str, shown: str | None = None) -> str:
     try:
         split_path(value)
     except ValueError as error:
-        raise ListingError(f"{name}={value!r} {error}") from None
+        raise ListingError(f"{name}={shown or value!r} {error}") from None
     return value
 
 
@@ -125,7 +125,7 @@ class ListingOptions:
         if source == "header" and not _HEADER.fullmatch(name):
             raise ListingError(f"LIST_TOTAL={self.total!r}: {name!r} is not a header name")
         if source == "body":
-            _path("LIST_TOTAL", name)
+            _path("LIST_TOTAL", name, self.total)
         return Total(source, name, self.counts_for(name))
 
     def counts_for(self, name: str) -> str:

@@ -53,6 +53,8 @@ MAX_RANGE_IDS = 2**32
 ID_TYPES = ("int", "string")
 #: PRODUCT_IDS's value that asks for the ids recorded failed in the latest pass.
 FAILED_IDS = "failed"
+#: PRODUCT_IDS's value that takes the ids from the listing (PRODUCT_LIST_URL), each product fetched by id.
+LISTED_IDS = "list"
 #: GUARD_FIELD_DRIFT's smallest sample (but 0, off): see guard/field_drift.py for why.
 FIELD_DRIFT_MIN_SAMPLE = 20
 #: REDIS_HEARTBEAT_TTL's upper bound, seconds (a day).
@@ -233,6 +235,8 @@ class CrawlConfig:
     list_url: ListUrl | None = None
     #: LIST_REMOVALS: a complete listing marks the stored products it did not list removed.
     list_removals: bool = True
+    #: PRODUCT_IDS=list: the listing supplies the ids, each product is fetched by PRODUCT_URL.
+    ids_from_listing: bool = False
     #: The LIST_* settings: how the listing's pages and products are found.
     list_options: ListingOptions = field(default_factory=ListingOptions)
     #: INCREMENTAL_LAG: seconds before the last complete pass's start that {since} goes back.
@@ -269,8 +273,9 @@ class CrawlConfig:
         id_type = str(get("PRODUCT_ID_TYPE")).strip().lower()
         if id_type not in ID_TYPES:
             raise ConfigError(f"PRODUCT_ID_TYPE={get('PRODUCT_ID_TYPE')!r}: expected int or string")
-        id_file, failed_only = _id_list(get, ids, given_range=start_id is not None or end_id is not None,
-                                        id_type=id_type)
+        ids_from_listing = ids is None and (text(get("PRODUCT_IDS")) or "").lower() == LISTED_IDS
+        id_file, failed_only = (None, False) if ids_from_listing else _id_list(
+            get, ids, given_range=start_id is not None or end_id is not None, id_type=id_type)
 
         rate = number("MAX_REQUESTS_PER_SECOND", get("MAX_REQUESTS_PER_SECOND"), float, above=0)
         burst_raw = get("RATE_LIMIT_BURST")
@@ -310,6 +315,8 @@ class CrawlConfig:
         api_prefix = safe_url_string(product_urls.prefix if given else f"{api_base_url}/")
         if list_url is not None:
             api_prefix = common_prefix(safe_url_string(list_url.resolve(None)), api_prefix if given else None)
+        elif ids_from_listing:
+            raise ConfigError("PRODUCT_IDS=list takes the ids from the listing: set PRODUCT_LIST_URL too")
         return cls(
             api_base_url=api_base_url,
             api_key=text(get("API_KEY")),
@@ -355,6 +362,7 @@ class CrawlConfig:
             list_url=list_url,
             list_removals=flag("LIST_REMOVALS", get("LIST_REMOVALS")),
             list_options=list_options(get),
+            ids_from_listing=ids_from_listing,
             incremental_lag=duration("INCREMENTAL_LAG", get("INCREMENTAL_LAG")),
             full_pass_every=FullPassEvery.parse(get("FULL_PASS_EVERY")),
         )
@@ -402,7 +410,8 @@ def _id_list(get: Callable[[str], Any], ids: Any, *, given_range: bool,
     if raw.lower() == FAILED_IDS:
         return None, True
     if not raw.startswith("@") or not raw[1:].strip():
-        raise ConfigError(f"{name}={raw!r}: expected @path (a file, one id a line) or failed")
+        raise ConfigError(f"{name}={raw!r}: expected @path (a file, one id a line), failed, or list "
+                          "(the ids of PRODUCT_LIST_URL's listing)")
     path = raw[1:].strip()
     try:
         return scanned(path, id_type), False

@@ -55,9 +55,12 @@ class PageReader:
             first = answer if page == 1 else ListAnswer(self.first_url(), answer.status, headers, body)
             paginator = self.paginator = detect(first, len(products), self.options)
             logger.info("Listing %s: %s", self.first_url(), paginator.describe())
-        return products, self._revealed(paginator, page, answer, len(products))
+        # What tells one page's products from another's (the echo check): each object's id, else the object.
+        ids = [listed.get("id", listed) if isinstance(listed, dict) else listed for listed in products]
+        return products, self._revealed(paginator, page, answer, len(products), ids)
 
-    def _revealed(self, paginator: Paginator, page: int, answer: ListAnswer, count: int) -> dict[int, str]:
+    def _revealed(self, paginator: Paginator, page: int, answer: ListAnswer, count: int,
+                  ids: list[object]) -> dict[int, str]:
         if paginator.numbered and page == 1:
             self.total_pages = paginator.total_pages(answer, count)
             if self.total_pages is not None:
@@ -65,5 +68,5 @@ class PageReader:
                 return {n: paginator.page_url(first_url, n) for n in range(2, self.total_pages + 1)}
         elif paginator.numbered and self.total_pages is not None:
             return {}
-        following = paginator.next_url(answer, count, page)
+        following = paginator.next_url(answer, count, page, ids)
         return {} if following is None else {page + 1: urljoin(answer.url, following)}

@@ -118,11 +118,12 @@ def mark_unlisted(cursor: Any, dialect: Dialect, pass_id: int, now: datetime, *,
     change row, as a 404 does for a pass by id. Returns how many.
     """
     p = dialect.placeholder
-    unlisted = f"FROM products WHERE removed_at IS NULL AND ({PASS_COLUMN} IS NULL OR {PASS_COLUMN} <> {p})"
+    # Listed but failed (PRODUCT_IDS=list: its product answer did not come): not removed.
+    unlisted = (f"removed_at IS NULL AND ({PASS_COLUMN} IS NULL OR {PASS_COLUMN} <> {p}) AND product_id NOT IN "
+                f"(SELECT product_id FROM crawl_failures WHERE {PASS_COLUMN} = {p})")
     if tracking:
         cursor.execute(f"INSERT INTO product_changes (product_id, {PASS_COLUMN}, changed_at, field, old_value, "
-                       f"new_value) SELECT product_id, {p}, {p}, {p}, NULL, {p} {unlisted}",
-                       (pass_id, dialect.value(now), REMOVED, now.strftime("%Y-%m-%d %H:%M:%S"), pass_id))
-    cursor.execute(f"UPDATE products SET removed_at = {p} WHERE removed_at IS NULL "
-                   f"AND ({PASS_COLUMN} IS NULL OR {PASS_COLUMN} <> {p})", (dialect.value(now), pass_id))
+                       f"new_value) SELECT product_id, {p}, {p}, {p}, NULL, {p} FROM products WHERE {unlisted}",
+                       (pass_id, dialect.value(now), REMOVED, now.strftime("%Y-%m-%d %H:%M:%S"), pass_id, pass_id))
+    cursor.execute(f"UPDATE products SET removed_at = {p} WHERE {unlisted}", (dialect.value(now), pass_id, pass_id))
     return int(cursor.rowcount)

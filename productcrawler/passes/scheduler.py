@@ -46,10 +46,12 @@ from scrapy.utils.defer import deferred_from_coro
 
 from productcrawler import signals as our_signals
 from productcrawler.config.defaults import HEARTBEAT_INTERVAL
+from productcrawler.listing.listed import LISTED_ON
 from productcrawler.monitoring import stat_keys
 from productcrawler.monitoring.stats import add_seconds
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
 from productcrawler.passes.calls import PassCalls
+from productcrawler.passes.listing import ListingPages
 from productcrawler.retry.policy import RESEND_NOW
 from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 from productcrawler.retry.scheduler import DelayingScheduler
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from twisted.internet.defer import Deferred
+    from twisted.internet.interfaces import IDelayedCall
 
     from productcrawler.ids import ProductId
     from productcrawler.passes.base import Pass
@@ -90,6 +93,9 @@ class PassScheduler(BaseScheduler):
         self._in_flight: dict[ProductId, list[int]] = {}  # id -> its positions with a request out
         self._unacked: list[int] = []  # positions
         self._revealed: dict[int, str] = {}  # listing pages the unacknowledged ones made known: page -> URL
+        self._listed_held: dict[Request, IDelayedCall] = {}  # PRODUCT_IDS=list: listed products' delayed retries
+        #: A listing pass: positions are pages (acknowledged by their marks), never product ids.
+        self._by_page = isinstance(crawl_pass.ids, ListingPages)
         self._unpushed: list[tuple[Entry, float]] = []
         self._starved = False  # the engine asked and got nothing
         self._last_beat = (time.time(), 0)
@@ -122,6 +128,9 @@ class PassScheduler(BaseScheduler):
 
     async def _close(self, reason: str) -> None:
         await self._calls.close()  # no new calls: what is left is settled here
+        for call in self._listed_held.values():
+            if call.active():
+                call.cancel()
         try:
             if not self.lost:
                 if self._unacked:
@@ -158,6 +167,8 @@ class PassScheduler(BaseScheduler):
         if request.meta.pop(_LEASED_HERE, False) or "product_id" not in request.meta:
             self._ready.append(request)
             return True
+        if LISTED_ON in request.meta:  # PRODUCT_IDS=list: a listed product, not a position of the pass
+            return self._hold_listed(request)
         if request.meta.pop(RESEND_NOW, False) and not request.meta.get(RETRY_DELAY):
             self._ready.append(request)  # still leased to us, and its meta says which proxy failed
             return True
@@ -170,6 +181,26 @@ class PassScheduler(BaseScheduler):
         self._unpushed.append((Entry(position, request.meta.get("retry_times", 0)), delay))
         self._push_soon()
         return True
+
+    def _hold_listed(self, request: Request) -> bool:
+        """A listed product's request stays here, after its retry's delay if it has one."""
+        delay = float(request.meta.pop(RETRY_DELAY, 0) or 0)
+        if delay <= 0:
+            self._ready.append(request)
+            return True
+        self.stats.inc_value(stat_keys.RETRY_DELAYED)
+        add_seconds(self.stats, stat_keys.RETRY_DELAY_SECONDS, delay)
+        from twisted.internet import reactor  # the running one: installed by Scrapy before the crawl
+
+        self._listed_held[request] = reactor.callLater(delay, self._release_listed, request)
+        return True
+
+    def _release_listed(self, request: Request) -> None:
+        del self._listed_held[request]
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            request.meta[_LEASED_HERE] = True
+            engine.crawl(request)
 
     async def _push_held(self) -> None:
         """Hand the held retries to the pass in one call; while it is away they wait here (still leased to us)."""
@@ -212,10 +243,10 @@ class PassScheduler(BaseScheduler):
         return request
 
     def has_pending_requests(self) -> bool:
-        return bool(self._leased or self._ready or self._unpushed)
+        return bool(self._leased or self._ready or self._unpushed or self._listed_held)
 
     def __len__(self) -> int:
-        return len(self._leased) + len(self._ready) + len(self._unpushed)
+        return len(self._leased) + len(self._ready) + len(self._unpushed) + len(self._listed_held)
 
     async def _lease_more(self) -> None:
         lease = await self.crawl_pass.lease(LEASE_BATCH)
@@ -298,8 +329,8 @@ class PassScheduler(BaseScheduler):
     # outcomes
 
     def _committed(self, products: list[Any], failures: list[Any], pages: list[Any] | None = None) -> None:
-        if pages:  # a listing pass: its positions are pages; their products are not positions
-            for page in pages:
+        if self._by_page:  # a listing pass: its positions are pages; their products are not positions
+            for page in pages or ():
                 if self._settled(page.page) is not None:
                     self._unacked.append(page.page)
                     self._revealed.update(page.revealed)

@@ -31,6 +31,8 @@ WOO = {"Authorization": "Basic " + base64.b64encode(
     f"{woocommerce.CONSUMER_KEY}:{woocommerce.CONSUMER_SECRET}".encode()).decode()}
 MAGENTO = {"Authorization": f"Bearer {magento.TOKEN}"}
 SIZE = 630
+#: More requests than any walk here needs: a walk that never ends fails instead of hanging.
+WALK_LIMIT = 50
 
 
 def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, Any, Any]:
@@ -55,6 +57,7 @@ def shopify_walk(api: Served, url: str) -> tuple[list[int], int]:
     ids, requests = [], 0
     next_url: str | None = url
     while next_url:
+        assert requests < WALK_LIMIT, "the Link header never stops"
         status, headers, body = get(next_url, SHOPIFY)
         requests += 1
         assert status == 200, body
@@ -123,6 +126,7 @@ def bigcommerce_walk(url: str, query: str | None = "?limit=250") -> tuple[list[i
     """From ``url + query``, each next page at ``url + links.next`` (a relative query string)."""
     ids, metas = [], []
     while query:
+        assert len(metas) < WALK_LIMIT, "links.next never stops"
         status, _, body = get(url + query, BIGCOMMERCE)
         assert status == 200, body
         ids += [product["id"] for product in body["data"]]
@@ -171,6 +175,7 @@ def test_woocommerce_follows_link_next_and_past_the_end_is_empty():
         url: str | None = f"{api.url}{woocommerce.LIST_PATH}?per_page=100&page=1"
         requests = 0
         while url:
+            assert requests < WALK_LIMIT, "the Link header never stops"
             status, headers, body = get(url, WOO)
             requests += 1
             assert status == 200 and headers["X-WP-Total"] == str(SIZE) and headers["X-WP-TotalPages"] == "7"
@@ -235,7 +240,7 @@ def test_bestbuy_pages_and_the_cursor_mark_that_comes_back_at_the_end():
         paged = [p["sku"] for n in range(1, 8) for p in get(f"{api.url}/v1/products?{key}&page={n}")[2]["products"]]
         assert paged == sorted(api.imitation.products)
         marks, skus, mark = [], [], "*"
-        while True:
+        while len(marks) < WALK_LIMIT:
             body = get(f"{api.url}/v1/products?{key}&cursorMark={quote(mark, safe='')}")[2]
             skus += [product["sku"] for product in body["products"]]
             marks.append(body["nextCursorMark"])
@@ -277,7 +282,7 @@ def test_bestbuy_item_update_date_search_in_the_path():
 def test_dummyjson_limit_and_skip_and_its_rate_limit_headers():
     with Served(dummyjson.DummyJson(size=SIZE)) as api:
         ids, skip = [], 0
-        while True:
+        while skip <= SIZE + 100:
             status, headers, body = get(f"{api.url}/products?limit=100&skip={skip}")
             assert status == 200 and headers["X-RateLimit-Limit"] == "200" and "RateLimit-Reset" in headers
             if not body["products"]:

@@ -1,17 +1,33 @@
-"""Every imitation in one process: ``python -m tests.support.imitations``.
+"""Every imitation in one process: ``python -m tests.support.imitations [--size N] [--budget API:NAME=VALUE ...]``.
 
 Each API listens on a port of its own (port 0: the OS picks), and a control
 app on one more; the first line printed is ``IMITATIONS {"shopify": port, ...,
-"control": port}``. Control routes: ``GET /arrivals/{api}`` (every request the
-API got since the last reset: method, path, raw query, headers, time),
-``POST /reset`` (forget them, and every fault), ``POST /faults/{api}`` with a
-JSON object ``{key: "once" | "always" | "drop"}``.
+"control": port}``. ``--size N`` gives every catalogue N products (default:
+each module's own, a few hundred); ``--budget shopify:leak=200`` passes a
+budget's setting to that API's constructor (``shopify``: ``bucket``, ``leak``;
+``bigcommerce``: ``quota``, ``window``; ``bestbuy``: ``per_second``,
+``per_day``; ``dummyjson``: ``quota``, ``window``).
+
+Control routes (on the control port, never the APIs' own):
+
+- ``GET /arrivals/{api}``: every request the API got since the last reset
+  (method, path, raw query, headers, time, status);
+- ``POST /reset``: forget them and every fault, and start the budgets afresh;
+- ``POST /faults/{api}`` with ``{key: "once" | "always" | "drop"}`` (``list#N``:
+  the Nth list request since the reset);
+- ``POST /mutate/{api}`` with ``{"changed": 0.03, "removed": 1, "added": 1, "seed": null}``
+  (each optional): answers ``{"changed": [keys], "removed": [keys], "added": [keys],
+  "at": "<the API's spelling>", "at_utc": "<ISO 8601>"}``;
+- ``GET /catalogue/{api}``: ``{"keys": [keys in list order], "products": [...]}``;
+- ``POST /rebuild/{api}`` with ``{"size": N}`` (null: the default): the catalogue afresh.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+from typing import Any
 
 from aiohttp import web
 
@@ -39,15 +55,42 @@ def control_app(imitations: dict[str, Imitation]) -> web.Application:
         imitations[request.match_info["api"]].faults.update(await request.json())
         return web.json_response({})
 
+    async def mutate(request: web.Request) -> web.Response:
+        asked = await request.json() if request.can_read_body else {}
+        return web.json_response(imitations[request.match_info["api"]].mutate(**asked))
+
+    async def catalogue(request: web.Request) -> web.Response:
+        imitation = imitations[request.match_info["api"]]
+        keys = imitation.ordered()
+        return web.json_response({"keys": keys, "products": [imitation.products[key] for key in keys]})
+
+    async def rebuild(request: web.Request) -> web.Response:
+        asked = await request.json() if request.can_read_body else {}
+        imitations[request.match_info["api"]].rebuild(asked.get("size"))
+        return web.json_response({})
+
     app = web.Application()
     app.router.add_get("/arrivals/{api}", arrivals)
     app.router.add_post("/reset", reset)
     app.router.add_post("/faults/{api}", faults)
+    app.router.add_post("/mutate/{api}", mutate)
+    app.router.add_get("/catalogue/{api}", catalogue)
+    app.router.add_post("/rebuild/{api}", rebuild)
     return app
 
 
-async def main() -> None:
-    imitations = {kind.name: kind() for kind in IMITATIONS}
+def budget_settings(given: list[str]) -> dict[str, dict[str, Any]]:
+    """``["shopify:leak=200", ...]`` as constructor arguments per API."""
+    settings: dict[str, dict[str, Any]] = {}
+    for item in given:
+        api, _, setting = item.partition(":")
+        name, _, value = setting.partition("=")
+        settings.setdefault(api, {})[name] = float(value) if "." in value or name in ("leak", "window") else int(value)
+    return settings
+
+
+async def main(size: int | None, budgets: dict[str, dict[str, Any]]) -> None:
+    imitations = {kind.name: kind(size, **budgets.get(kind.name, {})) for kind in IMITATIONS}
     apps = {name: imitation.app() for name, imitation in imitations.items()}
     apps["control"] = control_app(imitations)
     ports = {}
@@ -62,4 +105,9 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(prog="python -m tests.support.imitations", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=None, help="products in every catalogue")
+    parser.add_argument("--budget", action="append", default=[], metavar="API:NAME=VALUE")
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.size, budget_settings(arguments.budget)))

@@ -69,7 +69,7 @@ class PassInMemory:
         self._maybe_fail()
         self.pushed += retries
 
-    async def acknowledge(self, product_ids: list[int]) -> str:
+    async def acknowledge(self, product_ids: list[int], revealed: dict[int, str] | None = None) -> str:
         self._maybe_fail()
         self.acknowledged.append(list(product_ids))
         return RUNNING

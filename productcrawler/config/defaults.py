@@ -26,7 +26,7 @@ DEFAULTS: dict[str, Any] = {
     # The first page of the product listing; set, a pass walks the listing instead of ids (docs/listing.md).
     "PRODUCT_LIST_URL": None,
     # Whether a complete, unfiltered listing marks the stored products it did not list removed.
-    "LIST_REMOVALS": True,
+    "LIST_REMOVALS": "true",
     # How the listing's pages and products are found (productcrawler/listing/options.py); unset: recognised.
     "LIST_PAGINATION": "auto",
     **dict.fromkeys(("LIST_PRODUCTS", "LIST_NEXT", "LIST_CURSOR_PARAM", "LIST_PAGE_PARAM", "LIST_OFFSET_PARAM",

@@ -1,0 +1,294 @@
+"""Listing passes (PRODUCT_LIST_URL) crawled for real against the imitations of six vendors' list endpoints.
+
+The imitations (tests/support/imitations/) follow each vendor's documented
+pagination, end of the list and budget, not our code: every product must end
+stored with its values, in at most the listing's pages plus one request, with
+no request refused for its credentials and at most 1 % answered 429; a pass
+resumes after kill -9 at the first page not stored whole; two instances share
+one numbered listing through Redis (no page twice) and a cursor chain (its
+walker killed, the other takes over); a complete listing marks what it lacked
+removed, an interrupted or incremental one never does.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import signal
+import sqlite3
+from collections import Counter
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.support.crawls import finish, run_crawl, start_crawl, wait_for
+from tests.support.imitations import magento
+from tests.support.imitations.served import ImitationsProcess
+from tests.support.recipes import APIS, money, recipe
+from tests.support.services import REDIS_URL
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
+#: What each vendor's listed product must become (the per-id recipes' rows: the same objects), by vendor.
+ROWS: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {
+    **{name: api.row for name, api in APIS.items()},
+    "magento": lambda p: (p["sku"], p["name"], money(p["price"]), p["extension_attributes"]["stock_item"]["qty"],
+                          None, None, None, None),
+}
+KEYS = {**{name: api.key for name, api in APIS.items()}, "magento": magento.TOKEN}
+#: The list endpoint's path of each vendor (its arrivals).
+LIST_PATHS = {"shopify": "/admin/api/2024-10/products.json", "woocommerce": "/wp-json/wc/v3/products",
+              "bigcommerce": "/stores/abc123xyz/v3/catalog/products", "magento": "/rest/default/V1/products",
+              "bestbuy": "/v1/products", "dummyjson": "/products"}
+PAGE_SIZE_PARAMS = ("limit", "per_page", "pageSize", "searchCriteria[pageSize]")
+COLUMNS = "product_id, name, price, stock, category, brand, rating, sales_count"
+
+
+@pytest.fixture(scope="module")
+def apis() -> Iterator[ImitationsProcess]:
+    with ImitationsProcess() as process:
+        yield process
+
+
+def listing_settings(apis: ImitationsProcess, name: str, database: Path, **more: Any) -> dict[str, Any]:
+    """The vendor's listing recipe, pointed at its imitation, with its real key."""
+    settings: dict[str, Any] = recipe(f"{name}-list")
+    parts = urlsplit(settings["PRODUCT_LIST_URL"])
+    settings["PRODUCT_LIST_URL"] = settings["PRODUCT_LIST_URL"].replace(f"{parts.scheme}://{parts.netloc}",
+                                                                        apis.url(name))
+    if KEYS[name] is not None:
+        settings["API_KEY"] = KEYS[name]
+    settings["DATABASE_URL"] = f"sqlite:///{database}"
+    return {**settings, **more}
+
+
+def rows(database: Path, where: str = "") -> list[tuple[Any, ...]]:
+    connection = sqlite3.connect(database)
+    try:
+        found = connection.execute(f"SELECT {COLUMNS} FROM products {where} ORDER BY product_id").fetchall()
+    finally:
+        connection.close()
+    return [(*row[:2], money(row[2]), row[3], *row[4:6], money(row[6]), row[7]) for row in found]
+
+
+def query(database: Path, sql: str) -> list[tuple[Any, ...]]:
+    connection = sqlite3.connect(database)
+    try:
+        return connection.execute(sql).fetchall()
+    finally:
+        connection.close()
+
+
+def expected(apis: ImitationsProcess, name: str) -> list[tuple[Any, ...]]:
+    return sorted(ROWS[name](product) for product in apis.catalogue(name)["products"])
+
+
+def list_arrivals(apis: ImitationsProcess, name: str) -> list[dict[str, Any]]:
+    return [a for a in apis.arrivals(name) if a["path"].startswith(LIST_PATHS[name]) and
+            a["path"].rstrip("/").count("/") == LIST_PATHS[name].count("/")]
+
+
+def page_size(settings: dict[str, Any]) -> int:
+    query_ = parse_qs(urlsplit(settings["PRODUCT_LIST_URL"]).query)
+    return next(int(query_[name][0]) for name in PAGE_SIZE_PARAMS if name in query_)
+
+
+@pytest.mark.parametrize("name", ["shopify", "woocommerce", "bigcommerce", "magento", "bestbuy", "dummyjson"])
+def test_each_cookbook_listing_stores_every_product_in_pages_plus_one_request(apis, name, tmp_path):
+    apis.reset()
+    database = tmp_path / "products.db"
+    settings = listing_settings(apis, name, database)
+    done = run_crawl(settings=settings)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert rows(database) == expected(apis, name)
+    arrivals = list_arrivals(apis, name)
+    statuses = Counter(a["status"] for a in arrivals)
+    pages = math.ceil(len(apis.catalogue(name)["products"]) / page_size(settings))
+    assert statuses[401] == statuses[403] == 0, statuses
+    assert statuses[429] <= 0.01 * len(arrivals), statuses
+    assert len(arrivals) - statuses[429] <= pages + 1, (len(arrivals), pages)
+    assert KEYS[name] is None or KEYS[name] not in done.stdout + done.stderr
+    # The pass is complete: every page stored, its summary written.
+    assert query(database, "SELECT stored, failed FROM crawl_passes") == [(len(expected(apis, name)), 0)]
+
+
+def test_the_shopify_listing_keeps_the_documented_budget_with_no_429(apis, tmp_path):
+    """3,000 products at limit=50: 60 pages against a bucket of 40 that leaks 2 a second."""
+    apis.rebuild("shopify", 3000)
+    apis.reset()
+    try:
+        database = tmp_path / "products.db"
+        settings = listing_settings(apis, "shopify", database)
+        settings["PRODUCT_LIST_URL"] = settings["PRODUCT_LIST_URL"].replace("limit=250", "limit=50")
+        settings["MAX_REQUESTS_PER_SECOND"] = 50  # the answers' call-limit header is what holds it
+        done = run_crawl(settings=settings)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert len(rows(database)) == 3000
+        statuses = Counter(a["status"] for a in list_arrivals(apis, "shopify"))
+        assert statuses == {200: 60}, statuses
+    finally:
+        apis.rebuild("shopify")
+
+
+def test_a_complete_listing_marks_what_it_lacked_removed_and_an_incremental_one_lists_only_the_changes(
+        apis, tmp_path):
+    apis.rebuild("shopify")
+    apis.reset()
+    database = tmp_path / "products.db"
+    settings = listing_settings(apis, "shopify", database, MAX_REQUESTS_PER_SECOND=20)
+    assert run_crawl(settings=settings).returncode == 0
+    changed = apis.mutate("shopify", changed=0.05, removed=2, added=1)
+    # An incremental pass: only what changed since the last complete pass (minus the lag) is listed.
+    incremental = {**settings, "PRODUCT_LIST_URL": settings["PRODUCT_LIST_URL"] + "&updated_at_min={since}",
+                   "INCREMENTAL_LAG": "0s", "FULL_PASS_EVERY": "10"}
+    assert run_crawl(settings=incremental).returncode == 0  # its first pass lists everything
+    apis.reset()
+    changed = apis.mutate("shopify", changed=0.05, removed=2, added=1)
+    done = run_crawl(settings=incremental)
+    assert done.returncode == 0, done.stderr[-3000:]
+    listed = list_arrivals(apis, "shopify")
+    assert len(listed) == 1 and "updated_at_min=" in listed[0]["query"]
+    changes = query(database, "SELECT product_id, field FROM product_changes WHERE pass_id = "
+                              "(SELECT MAX(pass_id) FROM crawl_passes) ORDER BY product_id")
+    assert {product_id for product_id, field in changes if field == "price"} == {int(k) for k in changed["changed"]}
+    # Incremental: the removed products are not marked, whatever the listing lacked.
+    assert query(database, "SELECT COUNT(*) FROM products WHERE removed_at IS NOT NULL") == [(2,)]
+    assert {row[0] for row in rows(database)} >= {int(k) for k in changed["added"]}
+    # A full pass (FULL_PASS_EVERY=1) finds the removals.
+    assert run_crawl(settings={**incremental, "FULL_PASS_EVERY": "1"}).returncode == 0
+    removed = {row[0] for row in query(database, "SELECT product_id FROM products WHERE removed_at IS NOT NULL")}
+    assert removed >= {int(k) for k in changed["removed"]}
+    assert len(removed) == 4
+
+
+def test_a_listing_killed_mid_walk_resumes_at_the_first_page_not_stored(apis, tmp_path):
+    apis.rebuild("woocommerce", 3000)
+    apis.reset()
+    try:
+        database = tmp_path / "products.db"
+        settings = listing_settings(apis, "woocommerce", database, MAX_REQUESTS_PER_SECOND=3)
+        process = start_crawl(settings=settings)
+        wait_for(lambda: bool(query_or_none(database, "SELECT COUNT(*) FROM listing_pages WHERE done_at IS NOT "
+                                                      "NULL")) and query(database, "SELECT COUNT(*) FROM "
+                                                      "listing_pages WHERE done_at IS NOT NULL")[0][0] >= 5,
+                 process, "5 pages stored")
+        process.send_signal(signal.SIGKILL)
+        finish(process)
+        done_before = {row[0] for row in query(database, "SELECT page FROM listing_pages WHERE done_at IS NOT NULL")}
+        asked_before = len(list_arrivals(apis, "woocommerce"))
+        apis.reset()
+        done = run_crawl(settings={**settings, "MAX_REQUESTS_PER_SECOND": 50})
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "Resuming pass 1" in done.stderr
+        assert rows(database) == expected(apis, "woocommerce")
+        asked_after = [int(parse_qs(a["query"])["page"][0]) for a in list_arrivals(apis, "woocommerce")]
+        # No page stored before the kill is asked again; only the ones in flight then are.
+        assert not done_before & set(asked_after)
+        assert len(asked_after) + len(done_before) <= 30 + 3
+        assert asked_before >= len(done_before)
+    finally:
+        apis.rebuild("woocommerce")
+
+
+def query_or_none(database: Path, sql: str) -> list[tuple[Any, ...]] | None:
+    try:
+        return query(database, sql)
+    except sqlite3.Error:
+        return None
+
+
+@pytest.mark.parametrize("name", ["woocommerce", "shopify"])
+def test_two_instances_share_one_listing_through_redis(apis, name, redis_prefix, tmp_path, mysql_url):
+    """Numbered pages (WooCommerce): leased, each once; a cursor chain (Shopify): walked by one at a time."""
+    apis.rebuild(name, 2000)
+    apis.reset()
+    try:
+        settings = listing_settings(apis, name, tmp_path / "unused.db", REDIS_URL=REDIS_URL,
+                                    REDIS_KEY_PREFIX=redis_prefix, DATABASE_URL=mysql_url,
+                                    MAX_REQUESTS_PER_SECOND=10)
+        settings["PRODUCT_LIST_URL"] = settings["PRODUCT_LIST_URL"].replace("limit=250", "limit=50")
+        first, second = start_crawl(settings=settings), start_crawl(settings=settings)
+        (code_1, out_1), (code_2, out_2) = finish(first), finish(second)
+        assert code_1 == code_2 == 0, (out_1[-2000:], out_2[-2000:])
+        from tests.support.services import mysql_query
+
+        stored = mysql_query(mysql_url, "SELECT COUNT(*), COUNT(DISTINCT product_id) FROM products")
+        assert stored == [(2000, 2000)]
+        arrivals = list_arrivals(apis, name)
+        assert len(arrivals) <= 40 + 1 + 2, len(arrivals)  # the pages, plus one, plus a page in flight twice
+        if name == "woocommerce":
+            pages = Counter(int(parse_qs(a["query"])["page"][0]) for a in arrivals if a["status"] == 200)
+            assert max(pages.values()) == 1, pages
+            # Both instances fetched pages: the numbered listing was shared.
+            assert re.search(r": [1-9][0-9]* stored", out_1) and re.search(r": [1-9][0-9]* stored", out_2), \
+                (out_1[-600:], out_2[-600:])
+    finally:
+        apis.rebuild(name)
+
+
+def test_the_walker_of_a_cursor_chain_killed_the_other_instance_takes_over(apis, redis_prefix, tmp_path,
+                                                                             mysql_url):
+    apis.rebuild("shopify", 2000)
+    apis.reset()
+    try:
+        settings = listing_settings(apis, "shopify", tmp_path / "unused.db", REDIS_URL=REDIS_URL,
+                                    REDIS_KEY_PREFIX=redis_prefix, DATABASE_URL=mysql_url,
+                                    MAX_REQUESTS_PER_SECOND=2, REDIS_HEARTBEAT_TTL=3)
+        settings["PRODUCT_LIST_URL"] = settings["PRODUCT_LIST_URL"].replace("limit=250", "limit=50")
+        from tests.support.services import mysql_query, stored_count
+
+        walker = start_crawl(settings=settings)
+        wait_for(lambda: stored_count(mysql_url) >= 200, walker, "200 products stored")
+        other = start_crawl(settings=settings)
+        wait_for(lambda: stored_count(mysql_url) >= 400, walker, "400 products stored")
+        walker.send_signal(signal.SIGKILL)
+        finish(walker)
+        code, out = finish(other)
+        assert code == 0, out[-3000:]
+        assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products") == [(2000,)]
+        assert mysql_query(mysql_url, "SELECT finished_at IS NOT NULL, failed FROM crawl_passes") == [(1, 0)]
+    finally:
+        apis.rebuild("shopify")
+
+
+def test_product_ids_list_fetches_each_listed_product_by_id(apis, tmp_path):
+    apis.reset()
+    database = tmp_path / "products.db"
+    settings = listing_settings(apis, "shopify", database, MAX_REQUESTS_PER_SECOND=50, PRODUCT_IDS="list")
+    settings["PRODUCT_URL"] = recipe("shopify")["PRODUCT_URL"].replace("https://your-shop.myshopify.com",
+                                                                       apis.url("shopify"))
+    settings["PRODUCT_FIELDS"] = recipe("shopify")["PRODUCT_FIELDS"]
+    done = run_crawl(settings=settings)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert rows(database) == expected(apis, "shopify")
+    by_id = [a for a in apis.arrivals("shopify") if a["path"].startswith("/admin/api/2024-10/products/")]
+    assert len(by_id) == len(expected(apis, "shopify"))
+    assert query(database, "SELECT COUNT(*), COUNT(done_at) FROM listing_pages") == [(2, 2)]
+
+
+def test_a_wrong_key_stops_a_listing_with_exit_3_and_stores_nothing(apis, tmp_path):
+    apis.reset()
+    database = tmp_path / "products.db"
+    settings = listing_settings(apis, "shopify", database, API_KEY="shpat_wrong")
+    done = run_crawl(settings=settings)
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert "Stopping the crawl" in done.stderr
+    assert query_or_none(database, "SELECT COUNT(*) FROM products") in (None, [(0,)])
+    assert query(database, "SELECT finished_at FROM crawl_passes") == [(None,)]
+
+
+def test_a_price_in_a_listed_product_is_cleaned_as_by_id(apis, tmp_path):
+    """The listing and the per-id answers of one imitation give the same rows."""
+    apis.reset()
+    listed, by_id = tmp_path / "listed.db", tmp_path / "by_id.db"
+    assert run_crawl(settings=listing_settings(apis, "dummyjson", listed)).returncode == 0
+    per_id = {**recipe("dummyjson"), "DATABASE_URL": f"sqlite:///{by_id}"}
+    per_id["PRODUCT_URL"] = per_id["PRODUCT_URL"].replace("https://dummyjson.com", apis.url("dummyjson"))
+    count = len(expected(apis, "dummyjson"))
+    assert run_crawl("-a", "start_id=1", "-a", f"end_id={count}", settings=per_id).returncode == 0
+    assert rows(listed) == rows(by_id)
+    assert all(isinstance(row[2], Decimal) for row in rows(listed))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,12 @@ from w3lib.http import basic_auth_header
 
 from productcrawler import settings as project_settings
 from productcrawler.download.errors import known_reason
-from productcrawler.download.handler import LeanAiohttpDownloadHandler, _scrapy_error
+from productcrawler.download.handler import (
+    MAX_CONTENT_TYPES,
+    LeanAiohttpDownloadHandler,
+    _scrapy_error,
+    class_for_content_type,
+)
 from tests.support.reactor import LoopServer, on_reactor_loop
 
 if TYPE_CHECKING:
@@ -48,6 +54,13 @@ PRODUCT = {"id": 7, "name": "Café crème", "price": 12.5}
 BIG = b"x" * 2000
 CHUNK, CHUNKS = b"y" * 500, 4
 PARTIAL, DECLARED = b"z" * 400, 1000
+
+
+CONTENT_TYPE_SIZE = 8000
+
+
+def content_type(n: int) -> str:
+    return f"application/json; x-n={n}; x-pad={'p' * CONTENT_TYPE_SIZE}"[:CONTENT_TYPE_SIZE]
 
 
 class Server(LoopServer):
@@ -65,6 +78,8 @@ class Server(LoopServer):
             return web.json_response(PRODUCT, headers=[("X-Twice", "1"), ("X-Twice", "2")])
         if path == "/missing":
             return web.json_response({"error": "not found"}, status=404)
+        if path == "/typed":  # a Content-Type of CONTENT_TYPE_SIZE bytes, different for each n
+            return web.Response(body=b"{}", headers={"Content-Type": content_type(int(request.query["n"]))})
         if path == "/html":
             return web.Response(text="<html><body>7</body></html>", content_type="text/html")
         if path == "/delay":
@@ -226,6 +241,38 @@ def test_a_handler_picks_each_response_class_by_its_own_body(server: Server) -> 
                 for handler_cls in (SCRAPY, OURS)]
     assert [type(response) for response in outcomes[1]] == [type(response) for response in outcomes[0]] == [
         Response, TextResponse, Response, JsonResponse, TextResponse]
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_distinct_content_types_from_the_api_hold_the_memo_at_its_bound(server: Server) -> None:
+    """10,000 answers, each with its own 8 KB Content-Type: the memo keeps MAX_CONTENT_TYPES, RSS stays flat.
+
+    Unbounded, the memo holds every value: about 80 MB more for these 10,000.
+    """
+    async def download_all(first: int, count: int) -> list[type[Response]]:
+        handler = build_from_crawler(OURS, get_crawler())
+        classes: list[type[Response]] = []
+        try:
+            for start in range(first, first + count, 100):
+                batch = [handler.download_request(Request(server.url(f"/typed?n={n}")))
+                         for n in range(start, start + 100)]
+                classes += [type(response) for response in await asyncio.gather(*batch)]
+        finally:
+            await handler.close()
+        return classes
+
+    class_for_content_type.cache_clear()
+    on_reactor_loop(download_all(0, 500))  # the connection pool, the allocator's arenas: all grown once
+    before = resident_bytes()
+    classes = on_reactor_loop(download_all(500, 10_000))
+    grown = resident_bytes() - before
+    assert set(classes) == {JsonResponse}
+    assert grown < 20_000_000, f"RSS grew {grown / 1e6:.1f} MB"
+    assert class_for_content_type.cache_info().currsize == MAX_CONTENT_TYPES
 
 
 def test_the_server_receives_the_same_requests(fresh: Server) -> None:

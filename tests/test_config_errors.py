@@ -254,8 +254,8 @@ def test_a_heartbeat_ttl_above_the_interval_is_taken_as_given():
 def test_a_configurations_repr_shows_no_secret():
     """A config in a log line, a debugger or a test failure: passwords, secret options, the key hidden."""
     config = CrawlConfig.from_settings({
-        "API_BASE_URL": f"https://apiuser:{SECRET}-api@api.test/v1",
         "API_KEY": f"{SECRET}-key",
+        "API_BASE_URL": "https://api.test/v1",
         "DATABASE_URL": f"mysql://root:{SECRET}-db@db.internal:3306/shop?ssl_key_password={SECRET}-tls",
         "REDIS_URL": f"rediss://user:{SECRET}-redis@redis.internal:6380/0",
     })

@@ -31,6 +31,7 @@ from productcrawler.config.values import (
     product_fields,
     pushgateway_url,
     redis_url,
+    refuse_credentials,
     shown,
     text,
 )
@@ -252,6 +253,7 @@ class CrawlConfig:
                               f"{HEARTBEAT_INTERVAL:g}, the seconds between an instance's heartbeats (a live "
                               "instance would count as dead between two of them)")
         api_base_url = http_url("API_BASE_URL", get("API_BASE_URL"))
+        refuse_credentials("API_BASE_URL", api_base_url)
         product_urls = ProductUrl.parse(get("PRODUCT_URL"), api_base_url)
         given = text(get("PRODUCT_URL")) is not None
         # As Scrapy writes request URLs (host lowercased, path percent-encoded), so that it

@@ -18,7 +18,7 @@ from w3lib.url import safe_url_string
 
 from productcrawler.answer.payload import PayloadShape
 from productcrawler.config.addon import ENVIRONMENT_PRIORITY
-from productcrawler.config.auth import ApiAuth, api_auth
+from productcrawler.config.auth import ApiAuth, api_auth, api_key
 from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL, RATE_LIMIT_HEADER_FORMATS
 from productcrawler.config.product_url import ProductUrl
 from productcrawler.config.values import (
@@ -259,9 +259,10 @@ class CrawlConfig:
         # As Scrapy writes request URLs (host lowercased, path percent-encoded), so that it
         # matches the spider's requests: the base itself, or a URL below it.
         api_prefix = safe_url_string(product_urls.prefix if given else f"{api_base_url}/")
+        key = api_key(get("API_KEY"), get("API_KEY_FILE"))
         return cls(
             api_base_url=api_base_url,
-            api_key=text(get("API_KEY")),
+            api_key=key,
             api_timeout=api_timeout(settings),
             start_id=start,
             end_id=end,
@@ -297,7 +298,7 @@ class CrawlConfig:
             product_urls=product_urls,
             product_url_given=given,
             api_prefix=api_prefix,
-            api_auth=api_auth(get("API_AUTH"), get("API_KEY"), get("API_HEADERS"), api_prefix),
+            api_auth=api_auth(get("API_AUTH"), key, get("API_HEADERS"), api_prefix),
             guard_field_drift=field_drift(get("GUARD_FIELD_DRIFT"), FIELD_DRIFT_MIN_SAMPLE),
             pushgateway_url=pushgateway_url(get("PUSHGATEWAY_URL")),
             track_changes=track_changes(get("TRACK_CHANGES")),

@@ -24,6 +24,8 @@ DEFAULTS: dict[str, Any] = {
     # A product's URL, one {id} in it; None: {API_BASE_URL}/product/{id}.
     "PRODUCT_URL": None,
     "API_KEY": None,
+    # A file holding API_KEY (a Docker or Kubernetes secret); not both.
+    "API_KEY_FILE": None,
     # How API_KEY is sent: bearer, basic, header:NAME or query:NAME (config/auth.py).
     "API_AUTH": "bearer",
     # Fixed headers for the API's requests, a JSON object.

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 
+from productcrawler.config import ConfigError, CrawlConfig
 from simulator import catalog
 from tests.support.catalogue import CATALOG_VERSION, assert_pass_complete
-from productcrawler.config import ConfigError, CrawlConfig
 from tests.support.crawls import crawl_env, finish, run_crawl, start_crawl
 from tests.support.logs import log_lines
 from tests.support.services import REDIS_URL, redis_keys

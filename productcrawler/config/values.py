@@ -146,6 +146,8 @@ def password_hint(url: str) -> str:
 
 #: Settings that are URLs: shown with their passwords and secret query options masked.
 URL_SETTINGS = frozenset({"API_BASE_URL", "PRODUCT_URL", "DATABASE_URL", "REDIS_URL", "PUSHGATEWAY_URL"})
+#: Settings that may hold a secret: what :func:`masked` changes.
+SECRET_SETTINGS = URL_SETTINGS | {"API_KEY", "API_HEADERS", "PROXY_URLS"}
 
 
 def masked(name: str, value: Any) -> Any:

@@ -109,7 +109,8 @@ REFERENCE: tuple[Setting, ...] = (
             'percent-encoded (`?` as `%3F`, `#` as `%23`, `/` as `%2F`, `@` as `%40`; the same in '
             '`REDIS_URL`): unencoded, the URL reads differently, and the error says so without '
             "quoting the driver's message (the host or database it names would be pieces of the "
-            "password). An `@` in an option's value (`ssl_ca=/etc/ssl/ca@2026.pem`) needs no encoding",
+            "password). An `@` in an option's value (`ssl_ca=/etc/ssl/ca@2026.pem`) needs no encoding. "
+            'The user and the database name are percent-decoded too (`/caf%C3%A9` is the database `café`)',
             default='`sqlite:///data/products.db`'),
     Setting(('DATABASE_BATCH_SIZE', 'DATABASE_FLUSH_INTERVAL'), 'storage', 'whole number, seconds',
             'rows per write, seconds between flushes (a batch is written when it is full or when the '

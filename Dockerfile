@@ -27,7 +27,8 @@ COPY simulator ./simulator
 USER 10001:10001
 
 # Only non-secret defaults here. DATABASE_URL, REDIS_URL, API_BASE_URL, API_KEY
-# come from the environment at run time (docker run -e, compose, a secret store).
+# come from the environment at run time (docker run --env-file, compose, a secret
+# store), or the key from a mounted secret file named by API_KEY_FILE.
 # Metrics stay off unless METRICS_PORT is set; in a container they must listen
 # on all interfaces to be reachable at all.
 ENV METRICS_ADDRESS=0.0.0.0

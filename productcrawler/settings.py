@@ -31,7 +31,6 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,  # no allowed_domains
     # API_AUTH/API_KEY go in at the download handler (download/handler.py), never on the request.
     "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
-    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,  # few-KB JSON
     "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,  # proxies are ProxyMiddleware's
     # Same counts under the same names, without rendering each request and
     # response as raw HTTP text to count bytes (docs/design-notes.md#per-call-costs-items-log-records-stats).

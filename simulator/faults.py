@@ -21,7 +21,7 @@ from .shapes import DEFAULT_SHAPE, SHAPES
 PRODUCT_VARIANT_MODES = frozenset({"wrongid", "dirty", "huge", "sqlish", "emoji", "outofrange"})
 MODES = frozenset({
     "429s", "429date", "503", "503ra", "500", "502", "400", "403", "slow", "hang",
-    "truncated", "html", "notproduct", "error200", "nested", "badutf8",
+    "truncated", "html", "notproduct", "error200", "nested", "badutf8", "gzip", "deflate", "br", "gzipbomb",
 }) | PRODUCT_VARIANT_MODES
 
 DEFAULT_RETRY_AFTER = 2

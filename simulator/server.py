@@ -14,17 +14,21 @@ Routes::
 from __future__ import annotations
 
 import asyncio
+import functools
+import gzip
 import json
 import logging
 import math
 import signal
 import ssl
 import time
+import zlib
 from array import array
 from collections import Counter, deque
 from email.utils import formatdate
 from typing import Any
 
+import brotli
 from aiohttp import web
 
 from . import catalog
@@ -46,6 +50,10 @@ _ERROR_MESSAGES = {
     400: "bad request", 401: "invalid API key", 403: "forbidden", 404: "product not found", 429: "too many requests",
     500: "internal server error", 502: "bad gateway", 503: "service unavailable",
 }
+#: The compressed modes: each coding's encoder, from the standard library or Google's brotli.
+_ENCODERS = {"gzip": gzip.compress, "deflate": zlib.compress, "br": brotli.compress}
+#: What ``gzipbomb`` inflates to: 10 MB of a JSON string, about 10 KB on the wire.
+_BOMB_SIZE = 10_000_000
 _NESTED_BODY = b"[" * 100_000 + b"]" * 100_000
 _BAD_UTF8_MARK = "\u2063BADUTF8\u2063"
 _MAINTENANCE_PAGE = """<!DOCTYPE html>
@@ -58,6 +66,11 @@ _MAINTENANCE_PAGE = """<!DOCTYPE html>
 
 #: The options of POST /_sim/faults besides the fault list (FaultConfig.build's keywords).
 _OPTIONS = ("retry_after", "slow_delay", "rate_limit", "shape", "api_key", "revoke_after")
+
+
+@functools.cache
+def _gzip_bomb() -> bytes:
+    return gzip.compress(b'"' + b"0" * (_BOMB_SIZE - 2) + b'"')
 
 
 def _dumps(obj: Any) -> bytes:
@@ -218,6 +231,14 @@ class Simulator:
             return _json(200, b'{"code":40004,"msg":"product offline","data":null}')
         if fault == "nested":
             return _json(200, _NESTED_BODY)
+        if fault in _ENCODERS:  # whether the request asked for it or not, as some APIs do
+            response = _json(200, _ENCODERS[fault](_dumps(shaped(catalog.product(product_id, version), shape))))
+            response.headers["Content-Encoding"] = fault
+            return response
+        if fault == "gzipbomb":
+            response = _json(200, _gzip_bomb())
+            response.headers["Content-Encoding"] = "gzip"
+            return response
         if fault == "badutf8":
             item = catalog.product(product_id, version)
             item["name"] = item["name"].replace(" ", f" {_BAD_UTF8_MARK}", 1)

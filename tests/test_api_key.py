@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 
+from productcrawler.config import ConfigError, CrawlConfig
 from simulator import catalog
 from tests.support.catalogue import CATALOG_VERSION, assert_pass_complete
-from tests.support.crawls import finish, run_crawl, start_crawl
+from tests.support.crawls import crawl_env, finish, run_crawl, start_crawl
 from tests.support.logs import log_lines
 from tests.support.services import REDIS_URL, redis_keys
 
@@ -195,3 +196,45 @@ def test_a_refused_key_is_not_in_the_guards_stop_line(clean_simulator, tmp_path)
     stop, = [line for line in log_lines(result.stderr, "ERROR") if "Stopping the crawl" in line]
     assert "HTTP 401/403" in stop and "/v1/product/" in stop and "check API_KEY (set)" in stop, stop
     assert_key_not_in(result.stderr + result.stdout)
+
+
+def test_the_key_is_read_from_api_key_file_and_sent(api, mysql_url, tmp_path):
+    """A Docker or Kubernetes secret: a file with the key and a trailing newline, named in the environment."""
+    key_file = tmp_path / "api_key"
+    key_file.write_text(f"{SECRET}\n")
+    result = run_crawl("-a", "end_id=3", settings={"API_BASE_URL": api.base_url, "DATABASE_URL": mysql_url},
+                       env=crawl_env(API_KEY_FILE=str(key_file)), timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert {authorization for _, authorization in api.seen} == {f"Bearer {SECRET}"}
+    assert SECRET not in result.stderr
+
+
+@pytest.mark.parametrize(("content", "key"), [
+    (b"k3y\n", "k3y"), (b"k3y\r\n", "k3y"), (b"k3y", "k3y"), (b"user:pa ss\n", "user:pa ss")])
+def test_api_key_file_gives_the_key_without_its_trailing_newline(tmp_path, content, key):
+    path = tmp_path / "key"
+    path.write_bytes(content)
+    assert CrawlConfig.from_settings({"API_KEY_FILE": str(path)}).api_key == key
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    (None, "cannot read the file: No such file or directory"),
+    (b"", "is empty"), (b"\n", "is empty"), (b"\xff\xfe", "is not UTF-8 text"),
+    (b"k" * 70_000, "is larger than 65536 bytes"),
+])
+def test_an_unusable_api_key_file_stops_the_crawl_at_start(tmp_path, content, says):
+    path = tmp_path / "key"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ConfigError) as error:
+        CrawlConfig.from_settings({"API_KEY_FILE": str(path)})
+    assert str(error.value).startswith(f"API_KEY_FILE={str(path)!r}") and says in str(error.value), error.value
+
+
+def test_api_key_and_api_key_file_together_exit_2_without_showing_the_key(tmp_path):
+    path = tmp_path / "key"
+    path.write_text("from-the-file\n")
+    result = run_crawl(env=crawl_env(API_KEY=SECRET, API_KEY_FILE=str(path)), timeout=120)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "API_KEY and API_KEY_FILE" in result.stderr and "give the key once" in result.stderr
+    assert SECRET not in result.stderr and "from-the-file" not in result.stderr

@@ -70,6 +70,11 @@ BAD = [
     ({"PUSHGATEWAY_URL": "http://push:" + SECRET + "@127.0.0.1:99999"}, (), {},
      ["PUSHGATEWAY_URL", "push:***@127.0.0.1:99999", "invalid port"]),
     ({"PUSHGATEWAY_URL": "http://127.0.0.1:9091/?job=x"}, (), {}, ["PUSHGATEWAY_URL", "query"]),
+    # Credentials in the API's URL: they would be in every DEBUG Crawled line.
+    ({}, (), {"PRODUCT_URL": "https://shop:" + SECRET + "@shop.test/p/{id}.json"},
+     ["PRODUCT_URL", "shop:***@shop.test", "use API_AUTH=basic"]),
+    ({}, (), {"API_BASE_URL": "https://shop:" + SECRET + "@shop.test/v1"},
+     ["API_BASE_URL", "shop:***@shop.test", "use API_AUTH=basic"]),
     # A component's own setting, read by the start-up checks too.
     ({"RATE_LIMIT_ENABLED": "maybe"}, (), {}, ["RATE_LIMIT_ENABLED", "'maybe'", "not a boolean"]),
     # Refused before the download handler exists: refused by the rate limit's
@@ -254,8 +259,8 @@ def test_a_heartbeat_ttl_above_the_interval_is_taken_as_given():
 def test_a_configurations_repr_shows_no_secret():
     """A config in a log line, a debugger or a test failure: passwords, secret options, the key hidden."""
     config = CrawlConfig.from_settings({
-        "API_BASE_URL": f"https://apiuser:{SECRET}-api@api.test/v1",
         "API_KEY": f"{SECRET}-key",
+        "API_BASE_URL": "https://api.test/v1",
         "DATABASE_URL": f"mysql://root:{SECRET}-db@db.internal:3306/shop?ssl_key_password={SECRET}-tls",
         "REDIS_URL": f"rediss://user:{SECRET}-redis@redis.internal:6380/0",
     })

@@ -86,3 +86,87 @@ def test_every_module_and_name_the_docs_give_can_be_imported() -> None:
              if not dotted.endswith((".json", ".egg"))}  # file names (productcrawler.json), not modules
     assert len(named) > 5, "too few names found: the pattern is wrong"
     assert sorted((page, dotted) for page, dotted in named if not found(dotted)) == []
+
+
+# -- no secret on a command line ------------------------------------------------------------------------
+#
+# The rule: in the docs' shell code (a fenced block without a language, or sh/bash/shell/console) and in
+# any inline code span that is more than the assignment itself, a secret is never given a literal value:
+# not `-s API_KEY=...`, `API_KEY=... scrapy crawl`, `export API_KEY=...`, `docker run -e API_KEY=...` or
+# scrapyd's `setting=API_KEY=...` (a command line is readable by every user of the machine in
+# /proc/PID/cmdline, and an interactive one stays in the shell's history). A secret is API_KEY's value,
+# or a password inside a URL (`://user:password@`). A value the shell expands (`"$(cat /run/secrets/x)"`,
+# `$API_KEY`) is allowed, and so is a masked one (`***`); file contents (```ini, ```yaml, ...) are not
+# command lines.
+
+_SHELL_LANGUAGES = {"", "sh", "bash", "shell", "console"}
+_INLINE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+_ASSIGNMENT = re.compile(r"(?:(?<=[\s=])|^)([A-Z][A-Z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_URL_PASSWORD = re.compile(r"://[^/@\s:]*:(?!\*\*\*@)[^@\s/]+@")
+
+
+def shell_code_and_prose(text: str) -> tuple[list[str], str]:
+    """The fenced blocks of shell code in ``text``, and the text outside every fenced block."""
+    blocks: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None  # the language of the block we are in
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            if fence is None:
+                fence = line.lstrip()[3:].strip()
+                if fence in _SHELL_LANGUAGES:
+                    blocks.append("")
+            else:
+                fence = None
+        elif fence is None:
+            prose.append(line)
+        elif fence in _SHELL_LANGUAGES:
+            blocks[-1] += line + "\n"
+    return blocks, "\n".join(prose)
+
+
+def secrets_on_a_command_line(text: str) -> list[str]:
+    """Each assignment in ``text``'s shell code and inline commands that gives a secret a literal value."""
+    code, prose = shell_code_and_prose(text)
+    code += [span for span in _INLINE.findall(prose) if not _ASSIGNMENT.fullmatch(span.strip())]
+    found = []
+    for piece in code:
+        for match in _ASSIGNMENT.finditer(piece):
+            name, value = match.group(1), match.group(2).strip("'\"")
+            if value.startswith("$"):
+                continue
+            if (name == "API_KEY" and value != "***") or _URL_PASSWORD.search(value):
+                found.append(match.group(0))
+    return found
+
+
+def test_the_rule_finds_secrets_on_command_lines() -> None:
+    sample = """
+```
+.venv/bin/scrapy crawl products -s API_KEY=shpat_123
+API_KEY=shpat_456 \\
+  DATABASE_URL=mysql://crawler:secret@db/shop .venv/bin/scrapy crawl products
+export REDIS_URL=rediss://default:pw@redis:6380/0
+docker run -e API_KEY=k1 productcrawler
+curl http://c:6800/schedule.json -d setting=DATABASE_URL=mysql://u:pw2@db/shop
+export API_KEY="$(cat /run/secrets/api_key)" DATABASE_URL=mysql://crawler@db/shop
+docker run -e API_KEY -e API_KEY_FILE=/run/secrets/api_key productcrawler
+```
+Inline: `scrapy crawl products -s API_KEY=k2`; a value alone: `API_KEY=user:password`, `DATABASE_URL=mysql://u:***@db/x`.
+```ini
+API_KEY=in-a-file
+```
+```
+DATABASE_URL='mysql://u:pw3@db/shop?ssl_ca=/x'
+```
+"""
+    assert secrets_on_a_command_line(sample) == [
+        "API_KEY=shpat_123", "API_KEY=shpat_456", "DATABASE_URL=mysql://crawler:secret@db/shop",
+        "REDIS_URL=rediss://default:pw@redis:6380/0", "API_KEY=k1", "DATABASE_URL=mysql://u:pw2@db/shop",
+        "DATABASE_URL='mysql://u:pw3@db/shop?ssl_ca=/x'", "API_KEY=k2"]
+
+
+def test_no_docs_page_puts_a_secret_on_a_command_line() -> None:
+    pages = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md", ROOT / "BENCHMARKS.md"]
+    found = {page.name: hits for page in pages if (hits := secrets_on_a_command_line(page.read_text(encoding="utf-8")))}
+    assert found == {}

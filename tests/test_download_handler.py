@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ import pytest
 from aiohttp import web
 from scrapy import Request, signals
 from scrapy.core.downloader.handlers._aiohttp import AiohttpDownloadHandler
+from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadCancelledError,
@@ -37,7 +39,12 @@ from w3lib.http import basic_auth_header
 
 from productcrawler import settings as project_settings
 from productcrawler.download.errors import known_reason
-from productcrawler.download.handler import LeanAiohttpDownloadHandler, _scrapy_error
+from productcrawler.download.handler import (
+    MAX_CONTENT_TYPES,
+    LeanAiohttpDownloadHandler,
+    _scrapy_error,
+    class_for_content_type,
+)
 from tests.support.reactor import LoopServer, on_reactor_loop
 
 if TYPE_CHECKING:
@@ -48,6 +55,14 @@ PRODUCT = {"id": 7, "name": "Café crème", "price": 12.5}
 BIG = b"x" * 2000
 CHUNK, CHUNKS = b"y" * 500, 4
 PARTIAL, DECLARED = b"z" * 400, 1000
+
+
+LISTING = {"products": [{**PRODUCT, "id": n} for n in range(2000)]}
+CONTENT_TYPE_SIZE = 8000
+
+
+def content_type(n: int) -> str:
+    return f"application/json; x-n={n}; x-pad={'p' * CONTENT_TYPE_SIZE}"[:CONTENT_TYPE_SIZE]
 
 
 class Server(LoopServer):
@@ -65,6 +80,12 @@ class Server(LoopServer):
             return web.json_response(PRODUCT, headers=[("X-Twice", "1"), ("X-Twice", "2")])
         if path == "/missing":
             return web.json_response({"error": "not found"}, status=404)
+        if path == "/typed":  # a Content-Type of CONTENT_TYPE_SIZE bytes, different for each n
+            return web.Response(body=b"{}", headers={"Content-Type": content_type(int(request.query["n"]))})
+        if path == "/listing":  # compressed as the request's Accept-Encoding allows, by aiohttp's own encoder
+            response = web.json_response(LISTING)
+            response.enable_compression()
+            return response
         if path == "/html":
             return web.Response(text="<html><body>7</body></html>", content_type="text/html")
         if path == "/delay":
@@ -226,6 +247,56 @@ def test_a_handler_picks_each_response_class_by_its_own_body(server: Server) -> 
                 for handler_cls in (SCRAPY, OURS)]
     assert [type(response) for response in outcomes[1]] == [type(response) for response in outcomes[0]] == [
         Response, TextResponse, Response, JsonResponse, TextResponse]
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_distinct_content_types_from_the_api_hold_the_memo_at_its_bound(server: Server) -> None:
+    """10,000 answers, each with its own 8 KB Content-Type: the memo keeps MAX_CONTENT_TYPES, RSS stays flat.
+
+    Unbounded, the memo holds every value: about 80 MB more for these 10,000.
+    """
+    async def download_all(first: int, count: int) -> list[type[Response]]:
+        handler = build_from_crawler(OURS, get_crawler())
+        classes: list[type[Response]] = []
+        try:
+            for start in range(first, first + count, 100):
+                batch = [handler.download_request(Request(server.url(f"/typed?n={n}")))
+                         for n in range(start, start + 100)]
+                classes += [type(response) for response in await asyncio.gather(*batch)]
+        finally:
+            await handler.close()
+        return classes
+
+    class_for_content_type.cache_clear()
+    on_reactor_loop(download_all(0, 500))  # the connection pool, the allocator's arenas: all grown once
+    before = resident_bytes()
+    classes = on_reactor_loop(download_all(500, 10_000))
+    grown = resident_bytes() - before
+    assert set(classes) == {JsonResponse}
+    assert grown < 20_000_000, f"RSS grew {grown / 1e6:.1f} MB"
+    assert class_for_content_type.cache_info().currsize == MAX_CONTENT_TYPES
+
+
+def test_the_crawl_asks_for_compressed_answers_and_decodes_them(fresh: Server) -> None:
+    """Scrapy's HttpCompressionMiddleware (on in the project's settings) around our handler: a listing
+    page of 2,000 products travels as a tenth of its size or less."""
+    path = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
+    assert project_settings.DOWNLOADER_MIDDLEWARES.get(path, "Scrapy's default") is not None
+    middleware = HttpCompressionMiddleware.from_crawler(get_crawler())
+    request = Request(fresh.url("/listing"))
+    middleware.process_request(request)
+    (on_the_wire,) = on_reactor_loop(_download(OURS, [request], {}, {}))
+    assert isinstance(on_the_wire, Response)
+    sent = dict(fresh.received[0]["headers"])
+    assert {b"gzip", b"deflate", b"br"} <= {coding.strip() for coding in sent[b"Accept-Encoding"].split(b",")}
+    assert on_the_wire.headers[b"Content-Encoding"] in (b"gzip", b"deflate")
+    response = middleware.process_response(request, on_the_wire)
+    assert isinstance(response, JsonResponse) and response.json() == LISTING
+    assert len(on_the_wire.body) * 10 <= len(response.body), (len(on_the_wire.body), len(response.body))
 
 
 def test_the_server_receives_the_same_requests(fresh: Server) -> None:

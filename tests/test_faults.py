@@ -184,3 +184,18 @@ def test_a_404_marks_the_stale_product_row_removed_while_failed_keeps_the_last_g
     # The other ids were refreshed in place.
     others = mysql_query(mysql_url, "SELECT COUNT(*) FROM products WHERE update_time > %s", (first[kept][4],))
     assert others[0][0] == len(present(range(1, 41))) - 1
+
+
+def test_compressed_answers_are_decoded_and_a_gzip_bomb_is_cut_at_download_maxsize(crawl, mysql_url):
+    ids = {mode: present(range(700 + 10 * n, 710 + 10 * n))[0]
+           for n, mode in enumerate(("gzip", "deflate", "br", "gzipbomb"))}
+    crawl(max(ids.values()), [f"{mode}={product_id}@*" for mode, product_id in ids.items()], MAX_RETRIES=1)
+    stored = {r[0]: r[1] for r in mysql_query(mysql_url, "SELECT product_id, name FROM products")}
+    failures = {r[0]: r[1:] for r in mysql_query(mysql_url, "SELECT product_id, outcome, reason, attempts "
+                                                            "FROM crawl_failures")}
+    for mode in ("gzip", "deflate", "br"):
+        assert stored.get(ids[mode]), (mode, failures.get(ids[mode]))
+    # 10 MB inflated from 10 KB: cut past DOWNLOAD_MAXSIZE (1 MiB) of decoded bytes, recorded, not retried.
+    outcome, reason, attempts = failures[ids["gzipbomb"]]
+    assert (outcome, attempts) == ("failed", 1), reason
+    assert "exceeded DOWNLOAD_MAXSIZE (1048576 B) during decompression" in reason, reason

@@ -301,7 +301,7 @@ def test_after_an_operators_stop_failing_ids_do_not_trip_the_guard() -> None:
 
 
 def test_the_error_line_never_shows_a_url_password(caplog) -> None:
-    guard = make_guard(GUARD_NO_ANSWERS=1, API_BASE_URL="https://user:api-s3cret@api.test/v1")
+    guard = make_guard(GUARD_NO_ANSWERS=1, API_BASE_URL="https://api.test/v1")
     error = DownloadFailedError("407, message='Proxy Authentication Required', url='http://u:proxy-s3cret@p.test:3128'")
     with caplog.at_level(logging.ERROR):
         guard.no_answer(Request("https://user:api-s3cret@api.test/v1/product/1"), error)

@@ -52,8 +52,8 @@ def test_the_offset_index_maps_any_position_to_its_id(tmp_path):
 
 
 def test_string_ids_are_kept_as_written_but_for_surrounding_whitespace(tmp_path):
-    ids = IdFile.scan(write(tmp_path, "WS12 M/Blue\n  00123 \n#1 élan\n" + "x" * 64 + "\n"), "string")
-    assert ids.ids_at([1, 2, 3, 4]) == ["WS12 M/Blue", "00123", "#1 élan", "x" * 64]
+    ids = IdFile.scan(write(tmp_path, "WS12 M/Blue\n  00123 \n#1 élan\n" + "x" * 64 + "\r\nA\tB\n"), "string")
+    assert ids.ids_at([1, 2, 3, 4, 5]) == ["WS12 M/Blue", "00123", "#1 élan", "x" * 64, "A\tB"]
 
 
 def test_a_range_is_an_id_source_too():
@@ -72,6 +72,11 @@ def config(**settings: object) -> CrawlConfig:
     ("9223372036854775808\n", "int", ["line 1", "not between 1 and 9223372036854775807"]),
     ("1\n" + "7" * 65 + "\n", "int", ["line 2", "65 characters long; at most 64"]),
     ("ok\n" + "é" * 65 + "\n", "string", ["line 2", "65 characters long"]),
+    ("ok\nab\x00c\n", "string", ["line 2", "'ab\\x00c' holds the control character U+0000"]),
+    ("ok\n\nab\x1bc\n", "string", ["line 3", "U+001B"]),
+    ("ok\na\rb\n", "string", ["line 2", "U+000D"]),
+    ("ok\nab\x7f\n", "string", ["line 2", "U+007F"]),
+    ("ok\nab\u0085\n", "string", ["line 2", "U+0085"]),
     ("", "int", ["has no ids"]),
     ("\n  \n\n", "string", ["has no ids"]),
 ])

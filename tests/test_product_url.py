@@ -77,11 +77,21 @@ def test_a_bad_template_is_refused_naming_it(template, says):
     assert str(error.value).startswith(f"PRODUCT_URL='{template}'") and says in str(error.value), error.value
 
 
-def test_a_refused_template_shows_no_password():
+@pytest.mark.parametrize("name", ["PRODUCT_URL", "API_BASE_URL"])
+@pytest.mark.parametrize("userinfo", [f"user:{SECRET}@", f"{SECRET}@", "user:@"])
+def test_credentials_in_the_apis_url_are_refused_without_showing_them(name, userinfo):
+    url = f"https://{userinfo}shop.test/p/{{id}}" if name == "PRODUCT_URL" else f"https://{userinfo}shop.test/v1"
+    with pytest.raises(ConfigError) as error:
+        config(**{name: url})
+    message = str(error.value)
+    assert message.startswith(f"{name}=") and "use API_AUTH=basic" in message, message
+    assert SECRET not in message or userinfo == f"{SECRET}@", message  # a user name alone is shown, as in logs
+
+
+def test_a_template_refused_for_its_shape_shows_no_password():
     with pytest.raises(ConfigError) as error:
         config(PRODUCT_URL=f"https://user:{SECRET}@shop.test/products/")
     assert SECRET not in str(error.value) and "user:***@shop.test" in str(error.value)
-    assert SECRET not in repr(config(PRODUCT_URL=f"https://user:{SECRET}@shop.test/p/{{id}}"))
 
 
 @pytest.mark.parametrize(("template", "prefix"), [

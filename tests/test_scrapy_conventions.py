@@ -360,3 +360,34 @@ def test_fetch_beside_a_running_crawl_does_not_take_its_metrics_port(clean_simul
         result = run_scrapy("fetch", "--nolog", f"{clean_simulator.base_url}/product/1", env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout)["id"] == 1
+
+
+SECRET = "s3cr3t-0f-th1s-t3st"
+
+
+@pytest.mark.parametrize(("name", "value", "shown"), [
+    ("API_KEY", SECRET, "***"),
+    ("DATABASE_URL", f"mysql://crawler:{SECRET}@db.internal:3306/shop", "mysql://crawler:***@db.internal:3306/shop"),
+    ("DATABASE_URL", f"mysql://c@db.internal/shop?ssl_key_password={SECRET}",
+     "mysql://c@db.internal/shop?ssl_key_password=***"),
+    ("REDIS_URL", f"rediss://default:{SECRET}@redis.internal:6380/0", "rediss://default:***@redis.internal:6380/0"),
+    ("PUSHGATEWAY_URL", f"https://push:{SECRET}@push.internal", "https://push:***@push.internal"),
+    ("API_BASE_URL", f"https://u:{SECRET}@api.internal/v1", "https://u:***@api.internal/v1"),
+    ("PRODUCT_URL", f"https://u:{SECRET}@api.internal/p/{{id}}", "https://u:***@api.internal/p/{id}"),
+    ("PROXY_URLS", f"http://p:{SECRET}@proxy1:3128,http://proxy2:3128", "http://p:***@proxy1:3128,http://proxy2:3128"),
+    ("API_HEADERS", f'{{"X-Tenant": "{SECRET}"}}', '{"X-Tenant": "***"}'),
+    ("API_HEADERS", f'not json {SECRET}', "***"),
+])
+@pytest.mark.parametrize("given", ["environment", "-s"])
+def test_scrapy_settings_masks_every_secret(name, value, shown, given):
+    if given == "environment":
+        result = run_scrapy("settings", "--get", name, env=crawl_env(**{name: value}))
+    else:
+        result = run_scrapy("settings", "-s", f"{name}={value}", "--get", name)
+    assert (result.returncode, result.stdout.strip()) == (0, shown), result.stderr[-2000:]
+    assert SECRET not in result.stdout + result.stderr
+
+
+def test_scrapy_settings_shows_an_unset_secret_as_unset():
+    result = run_scrapy("settings", "--get", "API_KEY", env=crawl_env())
+    assert (result.returncode, result.stdout.strip()) == (0, "None"), result.stderr[-2000:]

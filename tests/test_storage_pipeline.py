@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from urllib.parse import quote
 
 from tests.support.crawls import ROOT, crawl_env, read_lines, run_crawl, start_crawl
 from tests.support.logs import dumped_stats
@@ -131,3 +132,27 @@ def test_database_flush_interval_is_the_time_between_writes(clean_simulator, mys
     # during the last, may follow sooner); a loaded machine can only make gaps longer.
     assert interval * 0.7 <= gaps[len(gaps) // 2] <= interval * 2, gaps
     assert sum(gap >= interval * 0.7 for gap in gaps) >= 3, gaps
+
+
+def test_a_percent_encoded_database_name_is_the_database_written_to(clean_simulator):
+    """``café-<n>`` written as ``caf%C3%A9-<n>`` in DATABASE_URL: the rows land in ``café-<n>``."""
+    import uuid
+
+    import pymysql
+
+    from tests.support.services import MYSQL
+
+    name = f"pc_test_café-{uuid.uuid4().hex[:8]}"
+    connection = pymysql.connect(**MYSQL)
+    try:
+        connection.cursor().execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+        url = f"mysql://root@127.0.0.1:3306/{quote(name)}"
+        assert "%C3%A9" in url
+        result = run_crawl("-a", "end_id=5", settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": url})
+        assert result.returncode == 0, result.stderr[-3000:]
+        cursor = connection.cursor()
+        cursor.execute(f"SELECT COUNT(*) FROM `{name}`.crawl_passes")
+        assert cursor.fetchone() == (1,)
+    finally:
+        connection.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
+        connection.close()

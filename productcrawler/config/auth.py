@@ -1,4 +1,4 @@
-"""``API_AUTH``, ``API_KEY`` and ``API_HEADERS``: what the download handler adds to the API's requests.
+"""``API_AUTH``, ``API_KEY`` (or ``API_KEY_FILE``), ``API_HEADERS``: what goes into the API's requests.
 
 ``API_AUTH`` says how the key is sent: ``bearer`` (``Authorization: Bearer
 KEY``, the default), ``header:NAME`` (``NAME: KEY``), ``query:NAME``
@@ -21,6 +21,8 @@ from urllib.parse import quote
 from productcrawler.config.values import ConfigError, mask_url, text
 
 MODES = "bearer, basic, header:NAME or query:NAME"
+#: The largest API_KEY_FILE read: a key is far shorter; a bigger file is the wrong one.
+_MAX_KEY_FILE = 64 * 1024
 #: RFC 9110's token: what a header's name (and so header:NAME) may be made of.
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 #: Characters no header value may hold (a CR or LF would end the header; RFC 9110 forbids the other controls).
@@ -62,6 +64,31 @@ class ApiAuth:
 
     def __repr__(self) -> str:
         return f"ApiAuth(mode={self.mode!r}, prefix={mask_url(self.prefix)!r}, headers=***)"
+
+
+def api_key(raw_key: Any, raw_file: Any) -> str | None:
+    """``API_KEY``, or the content of ``API_KEY_FILE`` without its trailing newline; None if neither is set."""
+    key = text(raw_key)
+    path = text(raw_file)
+    if path is None:
+        return key
+    if key is not None:
+        raise ConfigError(f"API_KEY and API_KEY_FILE={path!r} are both set; give the key once")
+    try:
+        with open(path, "rb") as file:
+            content = file.read(_MAX_KEY_FILE + 1)
+    except OSError as error:
+        raise ConfigError(f"API_KEY_FILE={path!r}: cannot read the file: {error.strerror or error}") from None
+    if len(content) > _MAX_KEY_FILE:
+        raise ConfigError(f"API_KEY_FILE={path!r} is larger than {_MAX_KEY_FILE} bytes: not a key")
+    try:
+        decoded = content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"API_KEY_FILE={path!r} is not UTF-8 text") from None
+    key = decoded.removesuffix("\n").removesuffix("\r")
+    if not key.strip():
+        raise ConfigError(f"API_KEY_FILE={path!r} is empty")
+    return key
 
 
 def api_auth(raw_mode: Any, raw_key: Any, raw_headers: Any, prefix: str) -> ApiAuth | None:

@@ -19,7 +19,7 @@ from w3lib.url import safe_url_string
 
 from productcrawler.answer.payload import PayloadShape
 from productcrawler.config.addon import ENVIRONMENT_PRIORITY
-from productcrawler.config.auth import ApiAuth, api_auth
+from productcrawler.config.auth import ApiAuth, api_auth, api_key
 from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL, RATE_LIMIT_HEADER_FORMATS
 from productcrawler.config.product_url import ProductUrl
 from productcrawler.config.values import (
@@ -33,6 +33,7 @@ from productcrawler.config.values import (
     product_fields,
     pushgateway_url,
     redis_url,
+    refuse_credentials,
     shown,
     text,
 )
@@ -305,10 +306,13 @@ class CrawlConfig:
                               f"{HEARTBEAT_INTERVAL:g}, the seconds between an instance's heartbeats (a live "
                               "instance would count as dead between two of them)")
         api_base_url = http_url("API_BASE_URL", get("API_BASE_URL"))
+        refuse_credentials("API_BASE_URL", api_base_url)
         product_urls = ProductUrl.parse(get("PRODUCT_URL"), api_base_url)
         given = text(get("PRODUCT_URL")) is not None
-        list_url = None if text(get("PRODUCT_LIST_URL")) is None else ListUrl.parse(
-            http_url("PRODUCT_LIST_URL", get("PRODUCT_LIST_URL")))
+        list_url = None
+        if text(get("PRODUCT_LIST_URL")) is not None:
+            list_url = ListUrl.parse(http_url("PRODUCT_LIST_URL", get("PRODUCT_LIST_URL")))
+            refuse_credentials("PRODUCT_LIST_URL", list_url.template)
         # As Scrapy writes request URLs (host lowercased, path percent-encoded), so that it
         # matches the spider's requests: the base itself, or a URL below it; with a listing,
         # what its URL and the products' have in common (the listing's next pages are beside it).
@@ -317,9 +321,10 @@ class CrawlConfig:
             api_prefix = common_prefix(safe_url_string(list_url.resolve(None)), api_prefix if given else None)
         elif ids_from_listing:
             raise ConfigError("PRODUCT_IDS=list takes the ids from the listing: set PRODUCT_LIST_URL too")
+        key = api_key(get("API_KEY"), get("API_KEY_FILE"))
         return cls(
             api_base_url=api_base_url,
-            api_key=text(get("API_KEY")),
+            api_key=key,
             api_timeout=api_timeout(settings),
             start_id=start,
             end_id=end,
@@ -355,7 +360,7 @@ class CrawlConfig:
             product_urls=product_urls,
             product_url_given=given,
             api_prefix=api_prefix,
-            api_auth=api_auth(get("API_AUTH"), get("API_KEY"), get("API_HEADERS"), api_prefix),
+            api_auth=api_auth(get("API_AUTH"), key, get("API_HEADERS"), api_prefix),
             guard_field_drift=field_drift(get("GUARD_FIELD_DRIFT"), FIELD_DRIFT_MIN_SAMPLE),
             pushgateway_url=pushgateway_url(get("PUSHGATEWAY_URL")),
             track_changes=track_changes(get("TRACK_CHANGES")),

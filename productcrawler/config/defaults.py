@@ -37,6 +37,8 @@ DEFAULTS: dict[str, Any] = {
     "INCREMENTAL_LAG": "5m",
     "FULL_PASS_EVERY": "24h",
     "API_KEY": None,
+    # A file holding API_KEY (a Docker or Kubernetes secret); not both.
+    "API_KEY_FILE": None,
     # How API_KEY is sent: bearer, basic, header:NAME or query:NAME (config/auth.py).
     "API_AUTH": "bearer",
     # Fixed headers for the API's requests, a JSON object.

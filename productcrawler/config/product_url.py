@@ -13,7 +13,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from w3lib.url import safe_url_string
 
-from productcrawler.config.values import ConfigError, mask_url, text
+from productcrawler.config.values import ConfigError, mask_url, refuse_credentials, text
 
 PLACEHOLDER = "{id}"
 #: An id made only of characters that no URL normalisation changes: where it
@@ -38,6 +38,7 @@ class ProductUrl:
         parts = urlsplit(template)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"PRODUCT_URL={shown} is not an http:// or https:// URL")
+        refuse_credentials("PRODUCT_URL", template)
         count = template.count(PLACEHOLDER)
         if count != 1:
             raise ConfigError(f"PRODUCT_URL={shown} has {count} {PLACEHOLDER} placeholders; "

@@ -68,7 +68,13 @@ REFERENCE: tuple[Setting, ...] = (
     Setting(('API_KEY',), 'api', 'text (secret)',
             "the API's credential, sent as `API_AUTH` says (added by the download handler to the "
             "API's own URLs only; never in a queue, Redis, the database, a log line, the stats or the"
-            ' metrics); with `API_AUTH=basic`, `user:password`',
+            ' metrics); with `API_AUTH=basic`, `user:password`. Give it in the environment or by '
+            '`API_KEY_FILE`, never with `-s` (a command line is readable by every user of the machine)',
+            default='none'),
+    Setting(('API_KEY_FILE',), 'api', 'path',
+            'a file holding `API_KEY` (one trailing newline dropped): a Docker or Kubernetes secret '
+            '(`/run/secrets/api_key`); an unreadable or empty file, or both `API_KEY` and `API_KEY_FILE`, '
+            'stops the crawl at start (exit 2). See [Security](security.md)',
             default='none'),
     Setting(('API_AUTH',), 'api', 'mode',
             'how `API_KEY` is sent: `bearer` (`Authorization: Bearer KEY`), `header:NAME`, '
@@ -125,7 +131,8 @@ REFERENCE: tuple[Setting, ...] = (
             'percent-encoded (`?` as `%3F`, `#` as `%23`, `/` as `%2F`, `@` as `%40`; the same in '
             '`REDIS_URL`): unencoded, the URL reads differently, and the error says so without '
             "quoting the driver's message (the host or database it names would be pieces of the "
-            "password). An `@` in an option's value (`ssl_ca=/etc/ssl/ca@2026.pem`) needs no encoding",
+            "password). An `@` in an option's value (`ssl_ca=/etc/ssl/ca@2026.pem`) needs no encoding. "
+            'The user and the database name are percent-decoded too (`/caf%C3%A9` is the database `café`)',
             default='`sqlite:///data/products.db`'),
     Setting(('DATABASE_BATCH_SIZE', 'DATABASE_FLUSH_INTERVAL'), 'storage', 'whole number, seconds',
             'rows per write, seconds between flushes (a batch is written when it is full or when the '

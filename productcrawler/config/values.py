@@ -8,6 +8,7 @@ from these.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -159,13 +160,60 @@ def password_hint(url: str) -> str:
     return f"; {PASSWORD_HINT}" if ambiguous_userinfo(url) else ""
 
 
-def shown(name: str, value: Any) -> str:
-    """``value`` as a message may show it: ``API_KEY`` hidden, URLs' passwords masked."""
+#: Settings that are URLs: shown with their passwords and secret query options masked.
+URL_SETTINGS = frozenset({"API_BASE_URL", "PRODUCT_URL", "PRODUCT_LIST_URL", "DATABASE_URL", "REDIS_URL",
+                          "PUSHGATEWAY_URL"})
+#: Settings that may hold a secret: what :func:`masked` changes.
+SECRET_SETTINGS = URL_SETTINGS | {"API_KEY", "API_HEADERS", "PROXY_URLS"}
+
+
+def masked(name: str, value: Any) -> Any:
+    """``value`` of the setting ``name`` as a message, a log line or ``scrapy settings`` may show it.
+
+    ``API_KEY`` is ``***``; URLs' passwords and secret options are masked, in
+    ``PROXY_URLS`` too; ``API_HEADERS`` keeps its header names, its values are
+    ``***`` (a header may carry a second credential). Anything else, and an
+    unset value, is ``value``.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return value
     if name == "API_KEY":
         return "***"
-    if name in ("DATABASE_URL", "REDIS_URL", "PUSHGATEWAY_URL"):
-        return repr(mask_url(str(value)))
-    return repr(value)
+    if name in URL_SETTINGS:
+        return mask_url(str(value))
+    if name == "PROXY_URLS":
+        return ",".join(mask_url(item) or item for item in str(value).split(","))
+    if name == "API_HEADERS":
+        given = value
+        if not isinstance(given, dict):
+            try:
+                given = json.loads(str(value))
+            except json.JSONDecodeError:
+                return "***"
+        if not isinstance(given, dict):
+            return "***"
+        return json.dumps(dict.fromkeys(given, "***"))
+    return value
+
+
+def shown(name: str, value: Any) -> str:
+    """``value`` as a message may show it (:func:`masked`), quoted."""
+    if name == "API_KEY":
+        return "***"
+    return repr(masked(name, value))
+
+
+def refuse_credentials(name: str, url: str) -> None:
+    """``ConfigError`` if the API URL ``url`` (of the setting ``name``) holds a user or a password.
+
+    Sent as they are, they would go to every URL the answers lead to and into
+    every DEBUG ``Crawled`` line; ``API_AUTH=basic`` sends them only to the
+    API's own URLs, and no log line shows them.
+    """
+    if "@" in urlsplit(url).netloc:
+        raise ConfigError(f"{name}={shown(name, url)} holds credentials (user:password@): the crawl would "
+                          "show them in its logs; use API_AUTH=basic with API_KEY=user:password "
+                          "(or API_KEY_FILE) instead")
 
 
 def number(name: str, raw: Any, kind: Callable[[Any], Any], *, minimum: float | None = None,

@@ -22,7 +22,8 @@ It differs only in how a response is read:
   aiohttp's decoded strings, and raises ``UnicodeEncodeError`` on a header
   value that is not UTF-8, where this one returns the response);
 - timeouts, IP addresses and response classes are computed once per distinct
-  value and kept;
+  value and kept, the last two in bounded memos (an API or its proxies choose
+  those values, and could otherwise grow the memo without end);
 - an answer whose connection gave aiohttp no peer address (the socket was
   gone as its transport was made) is a response with ``ip_address=None``, as
   Scrapy's HTTP/1.1 handler gives it and ``Response.ip_address`` allows: Scrapy's
@@ -44,6 +45,7 @@ The class is a subclass of Scrapy's handler (in a private module in Scrapy
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import ssl
@@ -109,6 +111,19 @@ WRITE_STARTED = "productcrawler_write_started"
 #: Distinct peers remembered; more than this (many proxies) starts the memo again.
 _MAX_PEERS = 256
 
+#: Distinct (Content-Type, Content-Encoding) pairs remembered: one API sends one or two; the bound holds
+#: the memo's memory at a few hundred KB whatever an API sends (an 8 KB value per answer would add 15 MB
+#: per 2,000 answers to an unbounded one).
+MAX_CONTENT_TYPES = 32
+
+
+@functools.lru_cache(maxsize=MAX_CONTENT_TYPES)
+def class_for_content_type(content_type: bytes | None, content_encoding: bytes | None) -> type[Response]:
+    """Scrapy's Response class for these header values alone: ``Response`` where they do not decide it."""
+    if content_type is None:
+        return Response
+    return responsetypes.from_content_type(content_type, content_encoding)
+
 
 class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
     """Scrapy's aiohttp handler with a lean path for a response nobody asked to stop."""
@@ -118,7 +133,6 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         self._sender = crawler.signals.sender
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._addresses: dict[str, IPv4Address | IPv6Address] = {}
-        self._response_classes: dict[tuple[bytes | None, bytes | None], type[Response]] = {}
         self._auth: ApiAuth | None = crawl_context(crawler).config.api_auth
 
     async def download_request(self, request: Request) -> Response:
@@ -246,18 +260,14 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         kwargs: dict[str, Any] = self._build_base_response_args(response, request, headers)
         return self._response_class(headers, request.url, body)(body=body, flags=flags, **kwargs)
 
-    def _response_class(self, headers: Headers, url: str, body: bytes) -> type[Response]:
-        """Scrapy's choice of Response class; remembered when the content type alone decides it."""
-        key = None
+    @staticmethod
+    def _response_class(headers: Headers, url: str, body: bytes) -> type[Response]:
+        """Scrapy's choice of Response class; from the memo when the content type alone decides it."""
         if b"Content-Disposition" not in headers:  # a file name would make every key new
-            key = (headers.get(b"Content-Type"), headers.get(b"Content-Encoding"))
-            response_class = self._response_classes.get(key)
-            if response_class is not None:
+            response_class = class_for_content_type(headers.get(b"Content-Type"), headers.get(b"Content-Encoding"))
+            if response_class is not Response:
                 return response_class
-        response_class = responsetypes.from_args(headers=headers, url=url, body=body)
-        if key is not None and response_class is not Response and responsetypes.from_headers(headers) is response_class:
-            self._response_classes[key] = response_class
-        return response_class
+        return responsetypes.from_args(headers=headers, url=url, body=body)
 
     # Scrapy's hooks, also used by its own path (the one with signals).
 

@@ -7,7 +7,8 @@ every ``INDEX_EVERY``-th id. Memory is that index (8 bytes per 1,024 ids:
 
 Position p (1..total) is the p-th id of the file. Blank lines do not count
 and ASCII whitespace around an id is dropped; every other line is an id,
-``#`` included (SKUs may start with one). A duplicate is an id like any
+``#`` included (SKUs may start with one), but a string id with a control
+character other than tab is refused, naming its line. A duplicate is an id like any
 other: each of its positions is fetched and counted.
 
 ``ids_at`` reads forward from where its last read ended, so ascending
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from array import array
 from typing import IO, TYPE_CHECKING
 
@@ -33,6 +35,9 @@ MAX_ID_LENGTH = 64
 #: The largest integer id (a signed BIGINT).
 MAX_INT_ID = 2**63 - 1
 _CHUNK = 1 << 16
+#: Control characters (C0, DEL, C1) a string id may not hold: all but tab (and the newline that ends a line).
+#: A NUL would be stored as it is, and ends the id in a C string; the others are a file's damage, not a SKU.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class IdFileError(ValueError):
@@ -53,9 +58,14 @@ def parse_id(raw: bytes, id_type: str) -> int | str:
             raise ValueError(f"{_shown(raw)} is not between 1 and {MAX_INT_ID}")
         return value
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{_shown(raw)} is not UTF-8") from None
+    control = _CONTROL.search(text)
+    if control is not None:
+        raise ValueError(f"{_shown(raw)} holds the control character U+{ord(control.group()):04X}; "
+                         "an id may hold a tab, but no other control character")
+    return text
 
 
 def _shown(raw: bytes) -> str:

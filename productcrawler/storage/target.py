@@ -94,7 +94,7 @@ class DatabaseTarget:
             kwargs = {
                 "host": parts.hostname, "port": port,
                 "user": unquote(parts.username or "root"), "password": unquote(parts.password or ""),
-                "database": parts.path.strip("/"), "charset": "utf8mb4", "autocommit": False,
+                "database": unquote(parts.path.strip("/")), "charset": "utf8mb4", "autocommit": False,
                 "connect_timeout": max(1, int(connect_timeout)), "read_timeout": 60, "write_timeout": 60,
                 **options,
             }

@@ -76,6 +76,6 @@ GONE_FROM_LIST = 3
 def recipe(name: str) -> dict[str, str]:
     """The settings block of ``name`` in docs/cookbook.md."""
     page = (ROOT / "docs" / "cookbook.md").read_text()
-    found = re.search(rf"<!-- cookbook: {name} -->\n```sh\n(.*?)```", page, re.DOTALL)
+    found = re.search(rf"<!-- cookbook: {name} -->\n```ini\n(.*?)```", page, re.DOTALL)
     assert found, f"no recipe for {name} in docs/cookbook.md"
     return dict(line.split("=", 1) for line in found[1].splitlines() if line.strip())

@@ -31,6 +31,8 @@ BAD = [
     ({"MAX_REQUESTS_PER_SECOND": "nan"}, (), {}, ["MAX_REQUESTS_PER_SECOND", "'nan'"]),
     ({"API_TIMEOUT": "0"}, (), {}, ["API_TIMEOUT", "'0'"]),
     ({"API_TIMEOUT": "soon"}, (), {}, ["API_TIMEOUT", "'soon'"]),
+    ({"API_TLS_VERIFY": "maybe"}, (), {}, ["API_TLS_VERIFY", "'maybe'", "boolean"]),
+    ({}, (), {"API_CA_FILE": "/nonexistent/ca.pem"}, ["API_CA_FILE", "'/nonexistent/ca.pem'", "not a readable file"]),
     ({"MAX_RETRIES": "-1"}, (), {}, ["MAX_RETRIES", "'-1'", "at least 0"]),
     ({"MAX_RETRIES": "two"}, (), {}, ["MAX_RETRIES", "'two'"]),
     ({"API_BASE_URL": "ftp://example.test/v1"}, (), {}, ["API_BASE_URL", "ftp://example.test/v1", "http"]),

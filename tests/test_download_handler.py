@@ -413,16 +413,28 @@ def tls_proxy(certificates: Any) -> Iterator[Server]:
     yield from LoopServer.running(Server(tls=context))
 
 
-def test_an_http_request_through_an_https_proxy_speaks_tls_to_the_proxy_as_scrapys_does(tls_proxy: Server) -> None:
-    # The TLS to the proxy takes Scrapy's TLS context (no verification by default), as in Scrapy's
-    # handler; it took aiohttp's default, which checked the proxy's certificate against the system's.
+def test_an_http_request_through_an_https_proxy_speaks_tls_to_the_proxy_as_scrapys_does(
+        tls_proxy: Server, certificates: Any) -> None:
+    # The TLS to the proxy takes the handler's TLS context, which verifies (here with the proxy's CA,
+    # API_CA_FILE; Scrapy's verifies nothing by default); it took aiohttp's default, the system's CAs only.
     tls_proxy.received.clear()
     (scrapy, _, _), (ours, _, _) = both(lambda: Request("http://api.test/v1/product/7",
-                                                        meta={"proxy": tls_proxy.url("")}))
+                                                        meta={"proxy": tls_proxy.url("")}),
+                                        API_CA_FILE=str(certificates.ca))
     assert same(scrapy, ours).body == b"ok"
     scrapy_sent, sent = tls_proxy.received
     assert sent == scrapy_sent
     assert (sent["target"], sent["host"]) == ("http://api.test/v1/product/7", "api.test")
+
+
+def test_an_https_proxy_whose_certificate_fails_is_refused_before_anything_is_sent(tls_proxy: Server) -> None:
+    tls_proxy.received.clear()
+    (scrapy, _, _), (ours, _, _) = both(lambda: Request("http://api.test/v1/product/7",
+                                                        meta={"proxy": tls_proxy.url("")}))
+    assert scrapy.status == 200  # Scrapy's default: any certificate
+    assert known_reason(ours) == "tls_certificate"
+    assert f"the TLS certificate of 127.0.0.1:{tls_proxy.port} failed verification" in str(ours)
+    assert len(tls_proxy.received) == 1  # Scrapy's request only
 
 
 def test_proxy_authorization_without_a_proxy_is_not_sent(fresh: Server) -> None:

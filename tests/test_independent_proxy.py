@@ -165,8 +165,8 @@ def test_an_https_api_through_proxy_py_stores_every_id_through_its_tunnels(
         clean_https_simulator, mysql_url, proxy_py, certificates):
     end = 200
     before = len(proxy_py.log_text())
-    result = run_crawl("-a", f"end_id={end}", env=verifying(certificates), timeout=60, settings={
-        **settings_for(clean_https_simulator, mysql_url, proxy_py.url()), "DOWNLOAD_VERIFY_CERTIFICATES": True})
+    result = run_crawl("-a", f"end_id={end}", env=verifying(certificates), timeout=60, settings=settings_for(
+        clean_https_simulator, mysql_url, proxy_py.url()))
     assert result.returncode == 0, result.stderr[-3000:]
     assert clean_https_simulator.base_url.startswith("https://127.0.0.1:")
     assert_pass_complete(mysql_url, end)

@@ -304,7 +304,7 @@ def test_a_proxy_refusing_tunnels_with_403_is_rested_and_every_id_of_an_https_ap
         clean_https_simulator, mysql_url, proxies, certificates):
     proxies.set_mode(2, "403")  # it refuses to tunnel to the API: its own doing, the API never saw it
     result = run_crawl("-a", "end_id=300", env=verifying(certificates), settings=settings_for(
-        clean_https_simulator, mysql_url, proxies, DOWNLOAD_VERIFY_CERTIFICATES=True))
+        clean_https_simulator, mysql_url, proxies))
     assert result.returncode == 0, result.stderr[-3000:]
     assert_every_id_done(mysql_url, 300)
     names = labels(proxies)

@@ -22,6 +22,7 @@ from simulator import catalog
 from tests.support.crawls import ROOT, crawl_env, run_crawl, start_crawl, wait_for
 from tests.support.servers import CLUSTER_PORTS, MARIADB_PASSWORD, REDIS_PASSWORD
 from tests.support.services import mysql_query
+from tests.support.tcp_proxy import TcpProxy
 
 SECRET = "s3cr3t-pw"
 TLS_END = 1000
@@ -139,21 +140,26 @@ def test_the_value_of_an_unknown_option_is_masked_too(name, url):
 
 
 @pytest.mark.parametrize(("query", "verified", "host_checked"), [
-    ("ssl_verify_cert=true", True, False),
+    ("ssl_verify_cert=true", True, True),  # TLS asked for: both checks unless one is turned off
     ("ssl_verify_cert=true&ssl_verify_identity=true", True, True),  # a certificate from a public CA
     ("ssl_verify_identity=true", True, True),
+    ("ssl_verify_cert=true&ssl_verify_identity=false", True, False),
     ("ssl_verify_cert=false", False, False),
+    ("ssl_verify_cert=false&ssl_verify_identity=true", True, True),  # a name is checked on a verified chain
+    ("ssl_ca={ca}", True, True),  # before, PyMySQL checked the chain but not the name
+    ("ssl_ca={ca}&ssl_verify_identity=false", True, False),
 ])
-def test_tls_verification_options_without_a_ca_reach_the_tls_context(query, verified, host_checked):
-    """Without ssl_ca the system's CAs verify; ssl_verify_identity still checks the host name.
+def test_tls_verification_options_reach_the_tls_context(query, verified, host_checked, certificates):
+    """TLS asked for is verified, chain and host name: against ssl_ca, else the system's CAs.
 
-    PyMySQL itself turns the host name check off whenever no CA file is given.
+    PyMySQL itself turns the host name check off whenever no CA file is given,
+    and leaves it off with one unless ssl_verify_identity says otherwise.
     """
     import ssl
 
     import pymysql
 
-    target = DatabaseTarget.from_url(f"mysql://u:p@db.example.com:3306/shop?{query}")
+    target = DatabaseTarget.from_url(f"mysql://u:p@db.example.com:3306/shop?{query.format(ca=certificates.ca)}")
     connection = pymysql.connect(defer_connect=True, **target.connect_kwargs)  # the context it would use
     assert connection.ctx.verify_mode == (ssl.CERT_REQUIRED if verified else ssl.CERT_NONE)
     assert connection.ctx.check_hostname is host_checked
@@ -210,6 +216,30 @@ def test_mysql_with_the_wrong_ca_fails_at_start_naming_tls(tls_mariadb, tls_data
     line = one_line(result)
     assert "DATABASE_URL" in line and "TLS handshake failed" in line and "ssl_ca" in line
     assert MARIADB_PASSWORD not in line and str(certificates.client_key) not in line
+
+
+def test_mysql_whose_certificate_names_another_host_fails_at_start(tls_mariadb, tls_database, certificates):
+    # The right CA, the URL as users write it (ssl_ca, no ssl_verify_identity), but the server is reached
+    # at 127.0.0.2, which its certificate (127.0.0.1, localhost) does not name.
+    with TcpProxy("127.0.0.1", tls_mariadb.port, host="127.0.0.2") as forward:
+        url = tls_mariadb.url(tls_database, verify_identity=False).replace(
+            f"@127.0.0.1:{tls_mariadb.port}/", f"@127.0.0.2:{forward.port}/")
+        result = run_crawl(env=crawl_env(DATABASE_URL=url), timeout=60)
+        assert forward.accepted >= 1  # it was reached, and refused for its certificate
+    assert result.returncode == 2, result.stderr[-2000:]
+    line = one_line(result)
+    assert "DATABASE_URL" in line and "TLS handshake failed" in line and "IP address mismatch" in line, line
+
+
+def test_redis_whose_certificate_names_another_host_fails_at_start(tmp_path, tls_redis):
+    # redis-py checks the host name of a rediss:// URL by default (ssl_check_hostname); shown, not assumed.
+    with TcpProxy("127.0.0.1", tls_redis.port, host="127.0.0.2") as forward:
+        url = tls_redis.url().replace(f"@127.0.0.1:{tls_redis.port}/", f"@127.0.0.2:{forward.port}/")
+        result = run_crawl(env=crawl_env(DATABASE_URL=f"sqlite:///{tmp_path}/x.db", REDIS_URL=url), timeout=60)
+        assert forward.accepted >= 1
+    assert result.returncode == 2, result.stderr[-2000:]
+    line = one_line(result)
+    assert "REDIS_URL" in line and "TLS handshake failed" in line and "IP address mismatch" in line, line
 
 
 def test_redis_with_the_wrong_ca_fails_at_start_naming_tls(tmp_path, tls_redis, certificates):

@@ -24,6 +24,8 @@ from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL, RATE_LI
 from productcrawler.config.product_url import ProductUrl
 from productcrawler.config.values import (
     ConfigError,
+    boolean,
+    ca_file,
     database_url,
     field_drift,
     flag,
@@ -119,16 +121,21 @@ def list_options(get: Callable[[str], Any]) -> ListingOptions:
 
 def max_retries(settings: BaseSettings) -> int:
     """Retries per id: ``MAX_RETRIES``, or Scrapy's ``RETRY_TIMES`` where a user gave it."""
-    return _aliased(settings, "MAX_RETRIES", "RETRY_TIMES", int, minimum=0)
+    return _aliased(settings, "MAX_RETRIES", "RETRY_TIMES", lambda name, raw: number(name, raw, int, minimum=0))
 
 
 def api_timeout(settings: BaseSettings) -> float:
     """Seconds per request: ``API_TIMEOUT``, or Scrapy's ``DOWNLOAD_TIMEOUT`` where a user gave it."""
-    return _aliased(settings, "API_TIMEOUT", "DOWNLOAD_TIMEOUT", float, above=0)
+    return _aliased(settings, "API_TIMEOUT", "DOWNLOAD_TIMEOUT", lambda name, raw: number(name, raw, float, above=0))
 
 
-def _aliased(settings: BaseSettings, ours: str, scrapys: str, kind: Callable[[Any], Any],
-             **bounds: float) -> Any:
+def api_tls_verify(settings: BaseSettings) -> bool:
+    """Whether the API's certificate is verified: ``API_TLS_VERIFY``, or Scrapy's
+    ``DOWNLOAD_VERIFY_CERTIFICATES`` where a user gave it (its default, off, never counts)."""
+    return _aliased(settings, "API_TLS_VERIFY", "DOWNLOAD_VERIFY_CERTIFICATES", boolean)
+
+
+def _aliased(settings: BaseSettings, ours: str, scrapys: str, parse: Callable[[str, Any], Any]) -> Any:
     """The value of a contract setting that has a Scrapy setting of the same meaning.
 
     Both follow Scrapy's settings priorities: the one given at the higher
@@ -139,10 +146,10 @@ def _aliased(settings: BaseSettings, ours: str, scrapys: str, kind: Callable[[An
     """
     our_priority, their_priority = _given_priority(settings, ours), settings.getpriority(scrapys)
     given = DEFAULTS[ours] if settings.get(ours) is None else settings.get(ours)
-    value = number(ours, given, kind, **bounds)
+    value = parse(ours, given)
     if not their_priority:  # absent, or Scrapy's default
         return value
-    theirs = number(scrapys, settings.get(scrapys), kind, **bounds)
+    theirs = parse(scrapys, settings.get(scrapys))
     if not our_priority or their_priority > our_priority:
         return theirs
     if their_priority == our_priority and theirs != value:
@@ -189,6 +196,10 @@ class CrawlConfig:
     api_base_url: str
     api_key: str | None
     api_timeout: float
+    #: Whether the API's TLS certificate is verified (API_TLS_VERIFY; false only in a lab).
+    api_tls_verify: bool
+    #: API_CA_FILE: CA certificates trusted for the API besides the system's; None: the system's only.
+    api_ca_file: str | None
     start_id: int
     end_id: int
     #: "int" or "string" (PRODUCT_ID_TYPE).
@@ -326,6 +337,8 @@ class CrawlConfig:
             api_base_url=api_base_url,
             api_key=key,
             api_timeout=api_timeout(settings),
+            api_tls_verify=api_tls_verify(settings),
+            api_ca_file=ca_file("API_CA_FILE", get("API_CA_FILE")),
             start_id=start,
             end_id=end,
             id_type=id_type,

@@ -44,6 +44,10 @@ DEFAULTS: dict[str, Any] = {
     # Fixed headers for the API's requests, a JSON object.
     "API_HEADERS": None,
     "API_TIMEOUT": 30.0,
+    # The API's TLS certificate is verified (the system's CAs, SSL_CERT_FILE, API_CA_FILE); false: a lab only.
+    "API_TLS_VERIFY": True,
+    # A PEM file of CA certificates trusted for the API (and its proxies' tunnels) besides the system's.
+    "API_CA_FILE": None,
     "PRODUCT_ID_START": 1,
     "PRODUCT_ID_END": 50_000,
     # Ids other than the range: "@path" (a file, one id a line) or "failed" (docs/ids.md).

@@ -88,6 +88,17 @@ REFERENCE: tuple[Setting, ...] = (
             "seconds per request (Scrapy's `DOWNLOAD_TIMEOUT` works too, by the same rule as "
             '`RETRY_TIMES`: see [Retries](retries.md#scrapys-retry-settings))',
             default='30'),
+    Setting(('API_TLS_VERIFY',), 'api', 'boolean',
+            "verify the API's TLS certificate (chain and host name), directly and inside a proxy's "
+            'tunnel, against the system\'s CAs (or `SSL_CERT_FILE`) and `API_CA_FILE`; a certificate '
+            'that fails stops the crawl, exit 3 (`tls_certificate`). `false` accepts any certificate, '
+            'with a WARNING: a lab only (Scrapy\'s `DOWNLOAD_VERIFY_CERTIFICATES`, given, counts by the '
+            'same rule as `RETRY_TIMES`); see [Security](security.md#tls)',
+            default='True'),
+    Setting(('API_CA_FILE',), 'api', 'path',
+            'a PEM file of CA certificates trusted for the API besides the system\'s (a private CA); '
+            'a file that is not there or holds no certificate exits 2',
+            default='unset: the system\'s CAs only'),
     Setting(('PRODUCT_ID_START', 'PRODUCT_ID_END'), 'ids', 'id',
             'inclusive id range; spider args `-a start_id= -a end_id=` override',
             default='1, 50000'),

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -237,6 +239,21 @@ def number(name: str, raw: Any, kind: Callable[[Any], Any], *, minimum: float | 
     return value
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def boolean(name: str, raw: Any) -> bool:
+    """``raw`` as a boolean (``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off``), or ``ConfigError``."""
+    if isinstance(raw, bool):
+        return raw
+    value = str(raw).strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name}={shown(name, raw)} is not a boolean; expected true or false")
+
+
 def _bound(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
@@ -249,6 +266,20 @@ def http_url(name: str, raw: Any) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"{name}={shown(name, url)} is not an http:// or https:// URL")
     return url.rstrip("/")
+
+
+def ca_file(name: str, raw: Any) -> str | None:
+    """A PEM file of CA certificates (``API_CA_FILE``), checked as ``ssl`` will load it; None when unset."""
+    path = text(raw)
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        raise ConfigError(f"{name}={path!r} is not a readable file; expected a PEM file of CA certificates")
+    try:
+        ssl.create_default_context(cafile=path)
+    except (OSError, ValueError) as error:  # ssl.SSLError is an OSError: no certificate in it, or a broken one
+        raise ConfigError(f"{name}={path!r} cannot be read as PEM CA certificates ({error})") from None
+    return path
 
 
 def database_url(raw: Any) -> str:

@@ -3,7 +3,8 @@
 ``handler`` is :class:`LeanAiohttpDownloadHandler`, which adds ``API_AUTH`` /
 ``API_KEY`` / ``API_HEADERS`` to the API's own URLs on the way to the wire;
 ``errors`` says what each download error is raised as and named by (the
-reasons in stats, logs and stored failures).
+reasons in stats, logs and stored failures); ``tls`` verifies the API's
+certificate (``API_TLS_VERIFY``, ``API_CA_FILE``) and words a refusal.
 The handler Scrapy is given (``DOWNLOAD_HANDLERS``) is its paced subclass in
 ``ratelimit/handler.py``, which waits for the rate limit's slot right before
 sending.

@@ -15,6 +15,7 @@ sorts those names into the proxy's failures and the unclear ones.
 from __future__ import annotations
 
 import re
+import ssl
 from typing import NamedTuple
 
 import aiohttp
@@ -39,6 +40,17 @@ from twisted.internet.error import ConnectionRefusedError as TxConnectionRefused
 from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.web.client import ResponseFailed
 
+#: The reason of a certificate that failed verification.
+TLS_CERTIFICATE = "tls_certificate"
+
+
+class TlsCertificateError(DownloadFailedError):
+    """The server's TLS certificate failed verification (``tls_certificate``): nothing was sent to it.
+
+    Not retried (the same certificate comes back) and never blamed on a proxy
+    that carried the tunnel; the guard stops the crawl on the first one.
+    """
+
 
 class DownloadError(NamedTuple):
     """One kind of download error."""
@@ -54,9 +66,11 @@ class DownloadError(NamedTuple):
 
 
 # Most specific first, for both lookups: a Twisted TCPTimedOutError is a
-# ConnectError, aiohttp's DNS error is a connector error, a builtin
+# ConnectError, aiohttp's DNS and certificate errors are connector errors, a builtin
 # TimeoutError or ConnectionError is an OSError.
 DOWNLOAD_ERRORS: tuple[DownloadError, ...] = (
+    DownloadError(TLS_CERTIFICATE, TlsCertificateError, (ssl.SSLCertVerificationError,),
+                  (aiohttp.ClientConnectorCertificateError,)),
     DownloadError("timeout", DownloadTimeoutError,
                   (TxTimeoutError, TCPTimedOutError, defer.TimeoutError, TimeoutError), (TimeoutError,)),
     DownloadError("dns_lookup_failed", CannotResolveHostError, (DNSLookupError,), (aiohttp.ClientConnectorDNSError,)),

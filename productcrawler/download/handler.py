@@ -8,9 +8,9 @@ response class from scratch, for answers that all come from the same API with
 the same headers (what that costs: docs/design-notes.md#the-lean-aiohttp-download-handler).
 
 :class:`LeanAiohttpDownloadHandler` keeps Scrapy's session, connection pool,
-TLS context, proxy handling (``meta["proxy"]`` with ``Proxy-Authorization``)
-and exception classes, and keeps every documented per-request meta key
-(``download_timeout``, ``download_maxsize``, ``download_warnsize``,
+TLS context (verifying certificates: ``download/tls.py``), proxy handling
+(``meta["proxy"]`` with ``Proxy-Authorization``) and exception classes, and
+keeps every documented per-request meta key (``download_timeout``, ``download_maxsize``, ``download_warnsize``,
 ``download_fail_on_dataloss``, ``verbatim_url``; ``download_latency`` is set).
 It differs only in how a response is read:
 
@@ -65,6 +65,7 @@ from scrapy.utils._download_handlers import get_dataloss_msg, get_warnsize_msg
 
 from productcrawler.config import mask_credentials
 from productcrawler.download.errors import scrapy_error
+from productcrawler.download.tls import api_ssl_context, certificate_refusal
 from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ logger = logging.getLogger(__name__)
 def _scrapy_error(error: BaseException, request: Request, timeout: float) -> Exception:
     if isinstance(error, TimeoutError):  # Scrapy's message: the URL and the timeout
         message = f"Getting {request.url} took longer than {timeout} seconds."
+    elif isinstance(error, aiohttp.ClientConnectorCertificateError):  # which check failed, for which host
+        message = certificate_refusal(error)
     else:  # A proxy's refusal of a CONNECT (an https API through a proxy) names the proxy's URL, password and all.
         message = mask_credentials(str(error))
     return scrapy_error(error, message)
@@ -130,10 +133,13 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
+        config = crawl_context(crawler).config
+        # Scrapy's context verifies nothing by default; the API's certificate is verified (download/tls.py).
+        self._ssl_context = api_ssl_context(self._ssl_context, config, crawler)
         self._sender = crawler.signals.sender
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._addresses: dict[str, IPv4Address | IPv6Address] = {}
-        self._auth: ApiAuth | None = crawl_context(crawler).config.api_auth
+        self._auth: ApiAuth | None = config.api_auth
 
     async def download_request(self, request: Request) -> Response:
         if self._tls_verbose_logging or request.meta.get("bindaddress") or self._download_watched():
@@ -210,7 +216,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         return headers
 
     def _ssl_for(self, request: Request) -> ssl.SSLContext | bool:
-        # Scrapy's TLS context wherever TLS is spoken: an https URL, or an https proxy (aiohttp uses
+        # The verifying TLS context wherever TLS is spoken: an https URL, or an https proxy (aiohttp uses
         # the same argument for the TLS to the proxy). Otherwise aiohttp's default, which it never
         # uses, but names in a connection error as "ssl:default" rather than as "ssl:<SSLContext ...>".
         if request.url.startswith("https:") or str(request.meta.get("proxy") or "").startswith("https:"):

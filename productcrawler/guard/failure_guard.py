@@ -47,6 +47,11 @@ when it answers again. After an operator's stop nothing grows a streak (the
 last attempts in flight still fail; the exit stays 0). URLs' passwords never
 reach the ERROR line.
 
+A TLS certificate that failed verification (``tls_certificate``, never
+retried) stops the crawl at the first id it ends (``guard_tls_certificate``):
+whoever presented it is not proven to be the API, so every answer would be
+refused as well; nothing was sent to it, the key included.
+
 The proxy middleware stops the crawl through :meth:`stop_for` when every
 proxy rests after a 407 and none ever answered anything else (wrong
 credentials in ``PROXY_URLS``), or when every proxy rests after failures of
@@ -84,8 +89,18 @@ from twisted.internet.task import LoopingCall
 from productcrawler import signals as our_signals
 from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.download import META_ABANDONED
+from productcrawler.download.errors import known_reason
 from productcrawler.guard.field_drift import FieldDrift
-from productcrawler.guard.streaks import AUTH, NO_ANSWER, NOT_FOUND, NOT_PRODUCT, PROXIES_DOWN, Streak, diagnosis
+from productcrawler.guard.streaks import (
+    AUTH,
+    NO_ANSWER,
+    NOT_FOUND,
+    NOT_PRODUCT,
+    PROXIES_DOWN,
+    Streak,
+    certificate_diagnosis,
+    diagnosis,
+)
 from productcrawler.items import MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import GATEWAY_STATUSES
@@ -107,10 +122,12 @@ logger = logging.getLogger(__name__)
 EXIT_CODE = 3
 PROXY_AUTH = "proxy_auth"  # tripped by the proxy middleware: stop_for(), not a streak
 FIELD_DRIFT = "field_drift"  # tripped by the field-drift check (guard/field_drift.py), not a streak
+TLS_CERTIFICATE = "tls_certificate"  # the API's certificate failed verification: the first one trips it
 #: Finish reasons of a tripped guard, by streak.
 REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak",
            NO_ANSWER: "guard_no_answers", PROXY_AUTH: "guard_proxy_auth_failures",
-           PROXIES_DOWN: "guard_proxies_down", FIELD_DRIFT: "guard_field_drift"}
+           PROXIES_DOWN: "guard_proxies_down", FIELD_DRIFT: "guard_field_drift",
+           TLS_CERTIFICATE: "guard_tls_certificate"}
 NOT_PRODUCT_REASONS = frozenset({"not_a_product", "error_envelope", "id_mismatch"})
 _AUTH_STATUSES = frozenset({401, 403})
 _BAD_RESPONSE_PREFIX = "bad_response/"
@@ -180,6 +197,12 @@ class WholesaleFailureGuard:
             self._grow(self._not_product, request.url, error)
 
     def no_answer(self, request: Request, error: BaseException) -> None:
+        if known_reason(error) == TLS_CERTIFICATE:
+            # Decisive at once: every answer would come from a server that is not proven to be the API.
+            if self.tripped is None and self.crawler.crawling:
+                self.stop_for(TLS_CERTIFICATE, certificate_diagnosis(error, request.url, self.config,
+                                                                     proxies=self._proxies))
+            return
         self._grow(self._no_answer, request.url, error)
 
     def request_scheduled(self, request: Request) -> None:

@@ -76,3 +76,12 @@ def _diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: b
     return (f"{count} answers were HTTP 404 with no product in between, which the API's usual "
             f"share of missing ids cannot explain; check {config.product_url_setting}: "
             f"one URL requested was {streak.url} (if the range really has a gap this long, raise GUARD_404_STREAK)")
+
+
+def certificate_diagnosis(error: BaseException, url: str, config: CrawlConfig, *, proxies: bool) -> str:
+    """The ERROR line's text for a certificate that failed verification (URLs' passwords masked)."""
+    through = (" If only the proxies' tunnels fail, a proxy of PROXY_URLS answers them with a certificate of its "
+               "own (TLS interception): it could read the key, so it cannot carry this crawl." if proxies else "")
+    return mask_credentials(
+        f"the API's TLS certificate was refused for {url} ({error}). Check that {config.product_url_setting} "
+        f"names the API's host; a private CA is trusted with API_CA_FILE (or SSL_CERT_FILE).{through}")

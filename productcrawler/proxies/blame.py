@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from scrapy import Request
 
 # Reasons of download errors (download/errors.py): the proxy's, or unclear (the proxy's or the id's).
+# Neither: tls_certificate, the API's certificate refused inside the tunnel (the proxy may be intercepting
+# it): resting the proxy would keep it in the pool and blame an outage; the guard stops the crawl instead.
 PROXY_FAILURE_REASONS = frozenset({"connection_refused", "connect_error", "dns_lookup_failed", "tunnel_error"})
 PROXY_FAILURE_STATUSES = frozenset({407})
 UNCLEAR_REASONS = frozenset({"timeout", "connection_lost", "connection_closed", "response_failed"})

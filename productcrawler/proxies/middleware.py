@@ -23,7 +23,9 @@ What counts against a proxy:
   and the retry middleware handles it as usual (backoff, retries, ``failed``).
 
 Everything else (any other status, a truncated body) is a success for the
-proxy (``blame.py`` tells these cases apart). When every proxy rests after
+proxy (``blame.py`` tells these cases apart). The API's TLS certificate
+refused inside a tunnel (``tls_certificate``) is not the proxy's failure
+either: it is passed on, and the guard stops the crawl on it. When every proxy rests after
 failures of its own and nothing gets through any of them, the crawl stops
 (``outage.py``) rather than wait for ever. Scrapy's ``HttpProxyMiddleware``
 stays off: this middleware sets

@@ -23,7 +23,10 @@ What it adds:
   well as a comma list, and a bad value is refused at start with its name;
 * the raw Twisted forms of the errors that Scrapy's handlers wrap are retried
   too (where ``RETRY_EXCEPTIONS`` retries the wrapping error), in case a
-  download handler lets one through.
+  download handler lets one through;
+* a TLS certificate that failed verification (``tls_certificate``) is not
+  retried, although ``RETRY_EXCEPTIONS`` lists the ``DownloadFailedError`` it
+  is: the same certificate comes back, and the guard stops the crawl on it.
 
 Nothing here reads the product id: a request from ``scrapy fetch``, ``scrapy
 shell`` or another spider is retried exactly like a product request.
@@ -42,7 +45,7 @@ from twisted.internet import defer
 from twisted.web.client import ResponseFailed
 
 from productcrawler.config import ConfigError
-from productcrawler.download.errors import exception_reason
+from productcrawler.download.errors import TLS_CERTIFICATE, exception_reason
 from productcrawler.retry.policy import RetryPolicy
 
 if TYPE_CHECKING:
@@ -102,7 +105,10 @@ class ApiRetryMiddleware(RetryMiddleware):
     ) -> Request | None:
         if request.meta.get("dont_retry", False) or not isinstance(exception, self.exceptions_to_retry):
             return None
-        return self._retry_later(request, exception_reason(exception), None, None)
+        reason = exception_reason(exception)
+        if reason == TLS_CERTIFICATE:
+            return None
+        return self._retry_later(request, reason, None, None)
 
     def _retry_later(self, request: Request, reason: str, retry_after: float | None,
                      http_status: int | None) -> Request | None:

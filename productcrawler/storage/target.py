@@ -117,24 +117,30 @@ class DatabaseTarget:
 
 
 def _mysql_options(query: str) -> dict[str, Any]:
-    """DATABASE_URL's query options as PyMySQL ``connect()`` arguments (validated in config)."""
+    """DATABASE_URL's query options as PyMySQL ``connect()`` arguments (validated in config).
+
+    Any ``ssl_*`` option asks for TLS, and TLS is then verified: the chain
+    (against ``ssl_ca``, else the system's CAs) and the host name, each unless
+    its option says ``false``. PyMySQL alone checks the host name only when
+    asked and never without a CA file, and checks no chain without ``ssl_ca``
+    or ``ssl_verify_cert``: one context of ours says what the URL means.
+    """
     options = parse_options(query, MYSQL_OPTIONS)
-    if "ssl_ca" in options:
-        # PyMySQL alone would encrypt without checking the certificate against
-        # the CA it was given; whoever names a CA means "verify with it".
-        options.setdefault("ssl_verify_cert", True)
-    elif options.get("ssl_verify_identity"):
-        # Without a CA file PyMySQL turns the host name check off whatever
-        # ssl_verify_identity says: verify with the system's CAs, host name
-        # included, through a context of our own.
-        return {**{k: v for k, v in options.items() if not k.startswith("ssl_")},
-                "ssl": _system_ca_context(options)}
-    return options
+    if not any(name.startswith("ssl_") for name in options):
+        return options
+    return {**{k: v for k, v in options.items() if not k.startswith("ssl_")}, "ssl": _tls_context(options)}
 
 
-def _system_ca_context(options: dict[str, Any]) -> ssl.SSLContext:
-    context = ssl.create_default_context()  # the system's CAs, CERT_REQUIRED, host name checked
+def _tls_context(options: dict[str, Any]) -> ssl.SSLContext:
+    identity = options.get("ssl_verify_identity", options.get("ssl_verify_cert", True))
+    chain = options.get("ssl_verify_cert", True) or identity  # a name is only worth checking on a verified chain
+    try:
+        context = ssl.create_default_context(cafile=options.get("ssl_ca"))  # the system's CAs without ssl_ca
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"DATABASE_URL option ssl_ca={options['ssl_ca']!r}: cannot load it ({error})") from None
     context.verify_flags &= ~ssl.VERIFY_X509_STRICT  # as PyMySQL: MySQL's own certificates fail it
+    context.check_hostname = identity
+    context.verify_mode = ssl.CERT_REQUIRED if chain else ssl.CERT_NONE
     if "ssl_cert" in options:
         try:
             context.load_cert_chain(options["ssl_cert"], options.get("ssl_key"), options.get("ssl_key_password"))

@@ -31,8 +31,8 @@ def crawl_env(**overrides: str) -> dict[str, str]:
 
 
 def verifying(certificates: Any) -> dict[str, str]:
-    """A crawl's environment that trusts the test CA (with DOWNLOAD_VERIFY_CERTIFICATES: a real TLS check)."""
-    return crawl_env(SSL_CERT_FILE=str(certificates.ca))
+    """A crawl's environment that trusts the test CA for the API (API_CA_FILE; the certificate is verified)."""
+    return crawl_env(API_CA_FILE=str(certificates.ca))
 
 
 def crawl_command(*args: str, settings: dict[str, Any] | None = None) -> list[str]:

@@ -67,6 +67,8 @@ class Certificates:
     client_cert: Path
     client_key: Path
     other_ca: Path  # a CA that signed nothing here: the "wrong CA"
+    localhost_cert: Path  # signed by ``ca`` for the name localhost only: the wrong host for 127.0.0.1
+    localhost_key: Path
 
 
 def _name(common_name: str) -> x509.Name:
@@ -105,12 +107,14 @@ def _certificate(subject: str, key: ec.EllipticCurvePrivateKey, issuer: str,
 
 
 def make_certificates(directory: Path) -> Certificates:
-    """A CA, a server certificate for 127.0.0.1/localhost, a client certificate, another CA."""
+    """A CA, a server certificate for 127.0.0.1/localhost, one for localhost only, a client certificate, another CA."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = {name: directory / f"{name}.pem" for name in
-             ("ca", "server_cert", "server_key", "client_cert", "client_key", "other_ca")}
+             ("ca", "server_cert", "server_key", "client_cert", "client_key", "other_ca", "localhost_cert",
+              "localhost_key")}
     ca_key, other_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     server_key, client_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    localhost_key = ec.generate_private_key(ec.SECP256R1())
     pem = serialization.Encoding.PEM
     paths["ca"].write_bytes(_certificate("productcrawler test CA", ca_key, "productcrawler test CA",
                                          ca_key, ca=True).public_bytes(pem))
@@ -123,7 +127,11 @@ def make_certificates(directory: Path) -> Certificates:
     paths["client_cert"].write_bytes(_certificate(MARIADB_USER, client_key, "productcrawler test CA", ca_key,
                                                   ca=False, usage=ExtendedKeyUsageOID.CLIENT_AUTH)
                                      .public_bytes(pem))
+    paths["localhost_cert"].write_bytes(_certificate("localhost", localhost_key, "productcrawler test CA", ca_key,
+                                                     ca=False, usage=ExtendedKeyUsageOID.SERVER_AUTH,
+                                                     san=[x509.DNSName("localhost")]).public_bytes(pem))
     _write_key(paths["server_key"], server_key)
+    _write_key(paths["localhost_key"], localhost_key)
     _write_key(paths["client_key"], client_key)
     return Certificates(**paths)
 

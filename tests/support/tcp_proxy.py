@@ -15,10 +15,11 @@ import time
 
 
 class TcpProxy:
-    def __init__(self, target_host: str, target_port: int, delay: float = 0.0) -> None:
+    def __init__(self, target_host: str, target_port: int, delay: float = 0.0, host: str = "127.0.0.1") -> None:
         self.target = (target_host, target_port)
         self.delay = delay
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.host = host  # where it listens: another loopback address stands for another host
+        self._listener = socket.create_server((host, 0))
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
@@ -31,7 +32,7 @@ class TcpProxy:
 
     def url(self, scheme: str, path: str = "", user: str = "") -> str:
         credentials = f"{user}@" if user else ""
-        return f"{scheme}://{credentials}127.0.0.1:{self.port}{path}"
+        return f"{scheme}://{credentials}{self.host}:{self.port}{path}"
 
     def cut(self, seconds: float) -> None:
         """Refuse and cut every connection for ``seconds``, then accept again."""
@@ -63,7 +64,7 @@ class TcpProxy:
             with self._lock:
                 down = time.monotonic() < self._down_until
                 if not down and self._listener.fileno() == -1:
-                    self._listener = socket.create_server(("127.0.0.1", self.port))
+                    self._listener = socket.create_server((self.host, self.port))
                 listener = self._listener
             if down or listener.fileno() == -1:
                 time.sleep(0.05)

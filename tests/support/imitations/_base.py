@@ -136,7 +136,10 @@ class Imitation:
         path, _, query = request.raw_path.partition("?")
         arrival = {"method": request.method, "path": path, "query": query,
                    "headers": [[name, value] for name, value in request.headers.items()], "time": time.time()}
+        # aiohttp keeps the body it read, so the handler reads it again.
+        arrival["body"] = (await request.read()).decode(errors="replace") if request.can_read_body else ""
         self.arrivals.append(arrival)
+        request["arrival"] = arrival
         response = await handler(request)
         arrival["status"] = response.status
         return response

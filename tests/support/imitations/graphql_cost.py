@@ -93,7 +93,7 @@ class Cost:
         """One object of the connection: 1, plus what is selected inside its node (``edges { node }`` or ``nodes``)."""
         inside = 0
         for _field, item, kind in self.items(selections, connection):
-            inside += cost(item, kind) if item is not None else 0
+            inside += cost(item, kind)
         return 1 + inside
 
     def returned(self, selections: SelectionSetNode, connection: GraphQLObjectType, data: dict[str, Any]) -> int:
@@ -103,12 +103,12 @@ class Cost:
             key = field.alias.value if field.alias else field.name.value
             for n, entry in enumerate(data.get(key) or []):
                 node = entry.get("node") if field.name.value == "edges" else entry
-                inside = self.actual(item, kind, node) if item is not None and node is not None else 0
+                inside = self.actual(item, kind, node)
                 counted[n] = counted.get(n, 0) + inside
         return sum(1 + inside for inside in counted.values())
 
     def items(self, selections: SelectionSetNode,
-              connection: GraphQLObjectType) -> list[tuple[FieldNode, SelectionSetNode | None, GraphQLObjectType]]:
+              connection: GraphQLObjectType) -> list[tuple[FieldNode, SelectionSetNode, GraphQLObjectType]]:
         """(the ``edges``/``nodes`` field, the node's selections, the node's type) for each selected."""
         found = []
         for field, kind in self.fields(selections, connection):

@@ -27,7 +27,7 @@ cursors and ``nodes``, ``pageInfo``; ``query`` takes Shopify's search syntax
 for ``updated_at`` and ``id`` (``updated_at:>='2024-01-01T00:00:00Z'``,
 ``updated_at:>2024-01-01``, ``id:>123``, terms joined by spaces or ``AND``);
 another field is ignored with a warning in ``extensions.search``, as Shopify
-does. ``product(id:)`` answers one product or null.
+does. ``product(id:)`` answers one product or null; ``shop`` the shop.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from typing import Any
 
 from aiohttp import web
 from graphql import (
+    ExecutionResult,
     FragmentDefinitionNode,
     GraphQLError,
     OperationDefinitionNode,
@@ -54,7 +55,7 @@ from graphql import (
 )
 from graphql.execution.values import get_variable_values
 
-from tests.support.imitations._base import json_answer, parse_time
+from tests.support.imitations._base import ARRIVAL, json_answer, parse_time
 from tests.support.imitations.graphql_cost import Cost, CostError
 from tests.support.imitations.shopify import Shopify
 
@@ -69,6 +70,8 @@ scalar Decimal
 enum ProductStatus { ACTIVE ARCHIVED DRAFT }
 enum ProductSortKeys { ID UPDATED_AT }
 enum CurrencyCode { USD }
+enum ShopCustomerAccountsSetting { DISABLED OPTIONAL REQUIRED }
+type Shop { id: ID! name: String! timezoneOffsetMinutes: Int! customerAccounts: ShopCustomerAccountsSetting! }
 type PageInfo { hasNextPage: Boolean! hasPreviousPage: Boolean! startCursor: String endCursor: String }
 type MoneyV2 { amount: Decimal! currencyCode: CurrencyCode! }
 type ProductPriceRangeV2 { minVariantPrice: MoneyV2! maxVariantPrice: MoneyV2! }
@@ -89,11 +92,14 @@ type QueryRoot {
   products(first: Int, after: String, last: Int, before: String, query: String, reverse: Boolean = false,
            sortKey: ProductSortKeys = ID): ProductConnection!
   product(id: ID!): Product
+  shop: Shop!
 }
 schema { query: QueryRoot }
 """
 SCHEMA = build_schema(SDL)
 QUERY_ROOT = SCHEMA.query_type
+SHOP = {"id": "gid://shopify/Shop/548380009", "name": "Snowdevil", "timezoneOffsetMinutes": -240,
+        "customerAccounts": "OPTIONAL"}
 TERM = re.compile(r"""(\w+):(>=|<=|>|<)?('[^']*'|"[^"]*"|\S+)""")
 COMPARE = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
            "<": lambda a, b: a < b, "": lambda a, b: a == b}
@@ -149,7 +155,7 @@ def decode_cursor(cursor: str) -> list[Any]:
 
 
 def connection(entries: list[tuple[list[Any], Any]], arguments: dict[str, Any]) -> dict[str, Any]:
-    """A Relay connection over ``entries`` ((sort position, node), in order): ``first``/``after``, ``last``/``before``."""
+    """A Relay connection over ``entries`` ((sort position, node), in order), sliced by first/after, last/before."""
     if arguments.get("reverse"):
         entries = entries[::-1]
     later = (lambda a, b: a < b) if arguments.get("reverse") else (lambda a, b: a > b)
@@ -198,7 +204,8 @@ def product_node(product: dict[str, Any]) -> dict[str, Any]:
 
 def search(query: str) -> tuple[list[tuple[str, str, Any]], list[dict[str, str]]]:
     """Shopify's search syntax, the terms this API filters on: ([(field, operator, value)], warnings)."""
-    terms, warnings = [], []
+    terms: list[tuple[str, str, Any]] = []
+    warnings = []
     for field, operator, raw in TERM.findall(query):
         value = raw[1:-1] if raw[:1] in "'\"" and raw[-1:] == raw[:1] else raw
         if field == "updated_at" and parse_time(value) is not None:
@@ -242,12 +249,12 @@ class ShopifyGraphql(Shopify):
                         product_node(self.products[key])) for key in keys]
             return connection(sorted(entries, key=lambda entry: entry[0]), arguments)
 
-        def product(info: Any, id: str) -> dict[str, Any] | None:  # noqa: A002 (the argument's name in the schema)
+        def product(info: Any, id: str) -> dict[str, Any] | None:
             key = id.rpartition("/")[2]
             found = self.products.get(int(key)) if id.startswith("gid://shopify/Product/") and key.isdigit() else None
             return None if found is None else product_node(found)
 
-        return {"products": products, "product": product}
+        return {"products": products, "product": product, "shop": SHOP}
 
     def value(self, key: int, field: str) -> Any:
         return self.modified[key] if field == "updated_at" else key
@@ -271,7 +278,7 @@ class ShopifyGraphql(Shopify):
             return json_answer({"errors": {"query": "Required parameter missing or invalid"}}, 400)
         self.points.refill(time.time())
         answer = self.run(asked["query"], variables, asked.get("operationName"))
-        request["arrival"]["cost"] = answer["extensions"]["cost"]
+        request[ARRIVAL]["cost"] = answer["extensions"]["cost"]
         return json_answer(answer)
 
     def run(self, query: str, variables: dict[str, Any], operation_name: str | None) -> dict[str, Any]:
@@ -286,6 +293,8 @@ class ShopifyGraphql(Shopify):
         operation = get_operation_ast(document, operation_name)
         if not isinstance(operation, OperationDefinitionNode):
             return self.refusal([{"message": "An operation name is required"}], 0)
+        if SCHEMA.get_root_type(operation.operation) is not QUERY_ROOT:
+            return self.refusal([{"message": f"Schema is not configured for {operation.operation.value}s."}], 0)
         coerced = get_variable_values(SCHEMA, operation.variable_definitions or (), variables)
         if isinstance(coerced, list):
             return self.refusal([error.formatted for error in coerced], 0)
@@ -308,12 +317,12 @@ class ShopifyGraphql(Shopify):
         searched: list[dict[str, Any]] = []
         result = execute(SCHEMA, document, root_value=self.root(searched), operation_name=operation_name,
                          variable_values=variables)
-        assert not hasattr(result, "__await__")
-        actual = cost.actual(operation.selection_set, QUERY_ROOT, result.data)  # type: ignore[union-attr]
+        assert isinstance(result, ExecutionResult)
+        actual = cost.actual(operation.selection_set, QUERY_ROOT, result.data)
         self.points.give_back(requested - actual)
-        body: dict[str, Any] = {"data": result.data}  # type: ignore[union-attr]
-        if result.errors:  # type: ignore[union-attr]
-            body["errors"] = [error.formatted for error in result.errors]  # type: ignore[union-attr]
+        body: dict[str, Any] = {"data": result.data}
+        if result.errors:
+            body["errors"] = [error.formatted for error in result.errors]
         body["extensions"] = {"cost": self.cost(requested, actual)}
         if searched:
             body["extensions"]["search"] = searched

@@ -6,15 +6,19 @@ app on one more; the first line printed is ``IMITATIONS {"shopify": port, ...,
 each module's own, a few hundred); ``--budget shopify:leak=200`` passes a
 budget's setting to that API's constructor (``shopify``: ``bucket``, ``leak``;
 ``bigcommerce``: ``quota``, ``window``; ``bestbuy``: ``per_second``,
-``per_day``; ``dummyjson``: ``quota``, ``window``).
+``per_day``; ``dummyjson``: ``quota``, ``window``; ``shopify-graphql``: ``maximum``,
+``restore`` (points), ``bucket``, ``leak`` (REST); ``github``: ``limit``, ``window``,
+``exceeded_status``).
 
 Control routes (on the control port, never the APIs' own):
 
 - ``GET /arrivals/{api}``: every request the API got since the last reset
-  (method, path, raw query, headers, time, status);
+  (method, path, raw query, headers, body, time, status; a GraphQL request its
+  ``cost``, as in the answer's ``extensions.cost``);
 - ``POST /reset``: forget them and every fault, and start the budgets afresh;
 - ``POST /faults/{api}`` with ``{key: "once" | "always" | "drop"}`` (``list#N``:
-  the Nth list request since the reset);
+  the Nth list request since the reset; ``graphql#N``, ``shopify-graphql``'s Nth
+  GraphQL request: "once" or "always");
 - ``POST /mutate/{api}`` with ``{"changed": 0.03, "removed": 1, "added": 1, "seed": null}``
   (each optional): answers ``{"changed": [keys], "removed": [keys], "added": [keys],
   "at": "<the API's spelling>", "at_utc": "<ISO 8601>"}``;
@@ -35,11 +39,16 @@ from tests.support.imitations._base import Imitation
 from tests.support.imitations.bestbuy import BestBuy
 from tests.support.imitations.bigcommerce import BigCommerce
 from tests.support.imitations.dummyjson import DummyJson
+from tests.support.imitations.github import GitHub
 from tests.support.imitations.magento import Magento
 from tests.support.imitations.shopify import Shopify
+from tests.support.imitations.shopify_graphql import ShopifyGraphql
 from tests.support.imitations.woocommerce import WooCommerce
 
-IMITATIONS: tuple[type[Imitation], ...] = (Shopify, WooCommerce, BigCommerce, Magento, BestBuy, DummyJson)
+IMITATIONS: tuple[type[Imitation], ...] = (Shopify, WooCommerce, BigCommerce, Magento, BestBuy, DummyJson,
+                                           ShopifyGraphql, GitHub)
+#: The settings given as decimals (every other one is a whole number).
+DECIMALS = {"leak", "window", "restore"}
 
 
 def control_app(imitations: dict[str, Imitation]) -> web.Application:
@@ -85,7 +94,7 @@ def budget_settings(given: list[str]) -> dict[str, dict[str, Any]]:
     for item in given:
         api, _, setting = item.partition(":")
         name, _, value = setting.partition("=")
-        settings.setdefault(api, {})[name] = float(value) if "." in value or name in ("leak", "window") else int(value)
+        settings.setdefault(api, {})[name] = float(value) if "." in value or name in DECIMALS else int(value)
     return settings
 
 

@@ -24,6 +24,9 @@ from typing import Any
 
 from aiohttp import web
 
+#: The arrival log's entry of the request being answered, for the handler to add to.
+ARRIVAL = web.RequestKey("arrival", dict)
+
 #: The products' first modification times: one minute apart from here, in catalogue order.
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -136,7 +139,10 @@ class Imitation:
         path, _, query = request.raw_path.partition("?")
         arrival = {"method": request.method, "path": path, "query": query,
                    "headers": [[name, value] for name, value in request.headers.items()], "time": time.time()}
+        # aiohttp keeps the body it read, so the handler reads it again.
+        arrival["body"] = (await request.read()).decode(errors="replace") if request.can_read_body else ""
         self.arrivals.append(arrival)
+        request[ARRIVAL] = arrival
         response = await handler(request)
         arrival["status"] = response.status
         return response

@@ -41,6 +41,7 @@ from productcrawler.config.values import (
 )
 from productcrawler.ids.idfile import MAX_INT_ID, IdFile, IdFileError, scanned
 from productcrawler.listing import ListingError, ListingOptions
+from productcrawler.listing.graphql import GraphqlQuery
 from productcrawler.listing.since import FullPassEvery, ListUrl
 
 if TYPE_CHECKING:
@@ -322,7 +323,9 @@ class CrawlConfig:
         given = text(get("PRODUCT_URL")) is not None
         list_url = None
         if text(get("PRODUCT_LIST_URL")) is not None:
-            list_url = ListUrl.parse(http_url("PRODUCT_LIST_URL", get("PRODUCT_LIST_URL")))
+            query = None if text(get("PRODUCT_LIST_QUERY")) is None else GraphqlQuery.parse(
+                get("PRODUCT_LIST_QUERY"), get("PRODUCT_LIST_VARIABLES"), text(get("LIST_CURSOR_PARAM")))
+            list_url = ListUrl.parse(http_url("PRODUCT_LIST_URL", get("PRODUCT_LIST_URL")), query)
             refuse_credentials("PRODUCT_LIST_URL", list_url.template)
         # As Scrapy writes request URLs (host lowercased, path percent-encoded), so that it
         # matches the spider's requests: the base itself, or a URL below it; with a listing,
@@ -330,8 +333,9 @@ class CrawlConfig:
         api_prefix = safe_url_string(product_urls.prefix if given else f"{api_base_url}/")
         if list_url is not None:
             api_prefix = common_prefix(safe_url_string(list_url.resolve(None)), api_prefix if given else None)
-        elif ids_from_listing:
-            raise ConfigError("PRODUCT_IDS=list takes the ids from the listing: set PRODUCT_LIST_URL too")
+        elif ids_from_listing or text(get("PRODUCT_LIST_QUERY")) is not None:
+            raise ConfigError(f"{'PRODUCT_IDS=list' if ids_from_listing else 'PRODUCT_LIST_QUERY'} needs the "
+                              "listing's URL: set PRODUCT_LIST_URL too")
         key = api_key(get("API_KEY"), get("API_KEY_FILE"))
         return cls(
             api_base_url=api_base_url,

@@ -27,6 +27,9 @@ DEFAULTS: dict[str, Any] = {
     "PRODUCT_LIST_URL": None,
     # Whether a complete, unfiltered listing marks the stored products it did not list removed.
     "LIST_REMOVALS": "true",
+    # A GraphQL listing (listing/graphql.py): the query (or @file) POSTed to PRODUCT_LIST_URL, its variables.
+    "PRODUCT_LIST_QUERY": None,
+    "PRODUCT_LIST_VARIABLES": None,
     # How the listing's pages and products are found (productcrawler/listing/options.py); unset: recognised.
     "LIST_PAGINATION": "auto",
     **dict.fromkeys(("LIST_PRODUCTS", "LIST_NEXT", "LIST_CURSOR_PARAM", "LIST_PAGE_PARAM", "LIST_OFFSET_PARAM",

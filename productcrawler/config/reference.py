@@ -55,6 +55,16 @@ REFERENCE: tuple[Setting, ...] = (
             'whether a complete listing pass (every page stored) marks the stored products it did not '
             'list removed (`removed_at`, a `removed` change row); turn it off for a filtered listing',
             default='`true`'),
+    Setting(('PRODUCT_LIST_QUERY',), 'listing', 'GraphQL query or @file',
+            'makes `PRODUCT_LIST_URL` a GraphQL endpoint (Shopify\'s Admin API): the query, POSTed with its '
+            'variables, pages a connection (`edges { node }` or `nodes`, `pageInfo { hasNextPage endCursor }`) '
+            'through a `$cursor` variable (`LIST_CURSOR_PARAM` names another); see '
+            '[Listing](listing.md#graphql)',
+            default='unset: a REST listing'),
+    Setting(('PRODUCT_LIST_VARIABLES',), 'listing', 'JSON object',
+            "the GraphQL query's other variables; `{since}` in a value makes passes incremental "
+            '(`{"query": "updated_at:>=\'{since}\'"}`)',
+            default='unset: `{}`'),
     Setting(('INCREMENTAL_LAG',), 'listing', 'duration',
             '`{since}` in `PRODUCT_LIST_URL` is the start of the last complete pass over the listing minus '
             'this (`90s`, `5m`, `1h`), so that late writes are listed again; see '

@@ -106,6 +106,7 @@ from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
 from productcrawler.proxies.config import parse_proxy_urls
+from productcrawler.ratelimit.limited import is_rate_limited
 from productcrawler.retry.policy import RETRY_DELAY_META
 from productcrawler.run.context import crawl_context
 
@@ -189,7 +190,8 @@ class WholesaleFailureGuard:
             self._grow(self._not_found, request.url, status)
         elif status in _AUTH_STATUSES:
             # A blocked proxy's 403 says nothing about API_KEY; the re-send through another proxy will.
-            if not resent_through_another_proxy(request, status):
+            # Nor does a 403 that says the rate limit is exhausted (GitHub, Best Buy): that is a budget.
+            if not resent_through_another_proxy(request, status) and not is_rate_limited(response):
                 self._grow(self._auth, request.url, status)
 
     def bad_response(self, request: Request, error: BadResponse) -> None:

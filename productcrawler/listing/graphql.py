@@ -17,6 +17,7 @@ no listing page (the guard stops the crawl, exit 3, as for a wrong mapping).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,7 @@ class GraphqlQuery:
             raise ConfigError(f"PRODUCT_LIST_QUERY={raw_query!r} is not a GraphQL query (or @file with one)")
         variables = str(raw_variables).strip() if raw_variables not in (None, "") else "{}"
         try:
-            parsed = json.loads(variables.replace("{since}", "0"))
+            parsed = json.loads(re.sub(r"\{since(?::[^{}]*)?\}", "0", variables))
         except ValueError as error:
             raise ConfigError(f"PRODUCT_LIST_VARIABLES={raw_variables!r} is not a JSON object: {error}") from None
         if not isinstance(parsed, dict):
@@ -88,10 +89,9 @@ class GraphqlQuery:
         return json.dumps({**variables, self.cursor_variable: cursor}, sort_keys=True)
 
 
-def first_locator(variables: str, since_text: str | None) -> str:
-    """The first page's variables (``{since}`` as ``since_text``), cursor null, as the ledger keeps them."""
-    text = variables if since_text is None else variables.replace("{since}", since_text)
-    return json.dumps(json.loads(text), sort_keys=True)
+def first_locator(variables: str) -> str:
+    """The first page's variables (``{since}`` filled in already), as the ledger keeps them."""
+    return json.dumps(json.loads(variables), sort_keys=True)
 
 
 def read_page(body: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
+from productcrawler.listing.meta import LISTED_ON
+
 if TYPE_CHECKING:
     from productcrawler.ids import ProductId
     from productcrawler.items import PageItem
 
-#: Request meta key: the listing page whose ids a product request is for.
-LISTED_ON = "listed_on"
 
 
 class ListedProducts:

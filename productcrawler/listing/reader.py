@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from productcrawler.answer.cleaning import decode_answer
-from productcrawler.listing import ListAnswer, detect, find_products, paginator_for
+from productcrawler.listing import ListAnswer, ListingError, detect, find_products, paginator_for
+from productcrawler.listing.graphql import read_page
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -23,15 +24,18 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
     from productcrawler.listing import ListingOptions, Paginator
+    from productcrawler.listing.graphql import GraphqlQuery
 
 logger = logging.getLogger(__name__)
 
 
 class PageReader:
-    def __init__(self, first_url: Callable[[], str], options: ListingOptions) -> None:
-        #: Page 1's URL, as the pass has it once open ({since} filled in).
-        self.first_url = first_url
+    def __init__(self, locator: Callable[[int], str], options: ListingOptions,
+                 graphql: GraphqlQuery | None = None) -> None:
+        #: A page's URL (a GraphQL page's variables), as the pass has it once open ({since} filled in).
+        self.locator = locator
         self.options = options
+        self.graphql = graphql
         self.paginator: Paginator | None = paginator_for(options)
         #: Pages in the listing, once page 1 of a numbered listing said; None: unknown.
         self.total_pages: int | None = None
@@ -41,9 +45,17 @@ class PageReader:
         """The page's product objects, and the pages it makes known (page -> URL).
 
         Raises ``BadResponse`` for an answer that is not JSON, ``ListingError`` for one that is
-        no listing page (no products where they should be, no pagination to recognise).
+        no listing page (no products where they should be, no pagination to recognise),
+        ``GraphqlErrors`` for a GraphQL answer with errors.
         """
         body = decode_answer(response.body)
+        if self.graphql is not None:
+            try:
+                products, page_info = read_page(body)
+            except ValueError as error:
+                raise ListingError(f"not a GraphQL listing page: {error}") from None
+            following = self.graphql.next_locator(self.locator(page), page_info)
+            return products, {} if following is None else {page + 1: following}
         products, _ = find_products(body, self.options.products)
         headers = {key.decode("latin-1"): b", ".join(values).decode("latin-1")
                    for key, values in response.headers.items()}
@@ -52,9 +64,9 @@ class PageReader:
         if paginator is None:
             # Each style's parameters are read off the listing's first URL (the page parameter,
             # the cursor's start marker), whichever page this process reads first.
-            first = answer if page == 1 else ListAnswer(self.first_url(), answer.status, headers, body)
+            first = answer if page == 1 else ListAnswer(self.locator(1), answer.status, headers, body)
             paginator = self.paginator = detect(first, len(products), self.options)
-            logger.info("Listing %s: %s", self.first_url(), paginator.describe())
+            logger.info("Listing %s: %s", self.locator(1), paginator.describe())
         # What tells one page's products from another's (the echo check): each object's id, else the object.
         ids = [listed.get("id", listed) if isinstance(listed, dict) else listed for listed in products]
         return products, self._revealed(paginator, page, answer, len(products), ids)
@@ -64,7 +76,7 @@ class PageReader:
         if paginator.numbered and page == 1:
             self.total_pages = paginator.total_pages(answer, count)
             if self.total_pages is not None:
-                first_url = self.first_url()
+                first_url = self.locator(1)
                 return {n: paginator.page_url(first_url, n) for n in range(2, self.total_pages + 1)}
         elif paginator.numbered and self.total_pages is not None:
             return {}

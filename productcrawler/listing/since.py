@@ -12,6 +12,7 @@ removed (``LIST_REMOVALS``): a filtered listing lacks every unchanged product.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -19,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from productcrawler.config.values import ConfigError, mask_url
+from productcrawler.listing.graphql import GraphqlQuery, first_locator
 
 _PLACEHOLDER = re.compile(r"\{since(?::([^{}]*))?\}")
 #: ``{since}``'s value in a full pass: every product was modified after it.
@@ -30,39 +32,64 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 @dataclass(frozen=True)
 class ListUrl:
-    """PRODUCT_LIST_URL: a URL, perhaps with one ``{since}`` placeholder."""
+    """PRODUCT_LIST_URL: a URL, perhaps with one ``{since}`` placeholder; or a GraphQL endpoint whose
+    query's variables (``PRODUCT_LIST_VARIABLES``) may hold it."""
 
     template: str
-    #: The strftime format of ``{since}``; None: the URL has no placeholder (every pass is full).
+    #: The strftime format of ``{since}``; None: no placeholder (every pass is full).
     since_format: str | None
+    #: PRODUCT_LIST_QUERY: the listing is a GraphQL connection POSTed to ``template``; None: REST.
+    graphql: GraphqlQuery | None = None
 
     @classmethod
-    def parse(cls, url: str) -> ListUrl:
+    def parse(cls, url: str, graphql: GraphqlQuery | None = None) -> ListUrl:
         found = list(_PLACEHOLDER.finditer(url))
         rest = _PLACEHOLDER.sub("", url)
-        if len(found) > 1 or "{" in rest or "}" in rest:
+        if len(found) > 1 or "{" in rest or "}" in rest or (found and graphql is not None):
             raise ConfigError(f"PRODUCT_LIST_URL={mask_url(url)!r}: the only placeholder it may have is one "
-                              "{since} or {since:FORMAT}; percent-encode other braces (%7B, %7D)")
+                              "{since} or {since:FORMAT} (with PRODUCT_LIST_QUERY, in PRODUCT_LIST_VARIABLES); "
+                              "percent-encode other braces (%7B, %7D)")
+        if graphql is not None:
+            found = list(_PLACEHOLDER.finditer(graphql.variables))
+            if len(found) > 1:
+                raise ConfigError("PRODUCT_LIST_VARIABLES: at most one {since} or {since:FORMAT}")
         if not found:
-            return cls(url, None)
+            return cls(url, None, graphql)
         since_format = found[0][1] or ISO_FORMAT
         try:
             datetime(2026, 1, 2, 3, 4, 5).strftime(since_format)
         except ValueError as error:
-            raise ConfigError(f"PRODUCT_LIST_URL: {{since:{since_format}}} is not a strftime format: {error}") \
-                from None
-        return cls(url, since_format)
+            raise ConfigError(f"{{since:{since_format}}} is not a strftime format: {error}") from None
+        return cls(url, since_format, graphql)
 
     @property
     def incremental(self) -> bool:
         return self.since_format is not None
 
+    @property
+    def identity(self) -> str:
+        """What tells this listing from another (passes over it resume each other): the URL, and the
+        GraphQL query and variables."""
+        if self.graphql is None:
+            return self.template
+        return f"{self.template}\n{self.graphql.query}\n{self.graphql.variables}"
+
     def resolve(self, since: datetime | None) -> str:
         """The first page's URL: ``{since}`` filled in (None: the epoch, a full pass), percent-encoded."""
-        if self.since_format is None:
+        if self.since_format is None or self.graphql is not None:
             return self.template
         text = (since or EPOCH).strftime(self.since_format)
         return _PLACEHOLDER.sub(lambda _: quote(text, safe=""), self.template)
+
+    def first_locator(self, since: datetime | None) -> str:
+        """What the pass keeps for page 1: its URL, or for GraphQL its variables (``{since}`` filled in)."""
+        if self.graphql is None:
+            return self.resolve(since)
+        variables = self.graphql.variables
+        if self.since_format is not None:
+            text = json.dumps((since or EPOCH).strftime(self.since_format))[1:-1]
+            variables = _PLACEHOLDER.sub(lambda _: text, variables)
+        return first_locator(variables)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ class ListingPages:
 
     def __init__(self, url: ListUrl) -> None:
         self.template = url.template
-        self.digest = listing_digest(url.template)
+        self.digest = listing_digest(url.identity)
         #: page -> its URL, as far as the pass knows (page 1 once the pass is open: {since} filled in).
         self.urls: dict[int, str] = {}
 

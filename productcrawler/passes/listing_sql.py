@@ -50,7 +50,7 @@ def listing_since(cursor: Any, dialect: Dialect, url: ListUrl, now: datetime, la
     p = dialect.placeholder
     cursor.execute(f"SELECT started_at, list_since FROM crawl_passes WHERE ids_digest = {p} "
                    f"AND finished_at IS NOT NULL AND stored IS NOT NULL AND failed = 0 ORDER BY pass_id DESC",
-                   (listing_digest(url.template),))
+                   (listing_digest(url.identity),))
     complete = cursor.fetchall()
     if not complete:
         return None
@@ -65,7 +65,7 @@ def open_listing_pass(cursor: Any, dialect: Dialect, url: ListUrl, *, fresh: boo
                       full_every: FullPassEvery) -> PassInfo:
     """Resume the unfinished pass over this listing, or start one with its first page known."""
     p = dialect.placeholder
-    digest = listing_digest(url.template)
+    digest = listing_digest(url.identity)
     cursor.execute(f"SELECT pass_id, started_at FROM crawl_passes WHERE ids_digest = {p} AND finished_at IS NULL "
                    f"AND redis_token IS NULL ORDER BY pass_id DESC LIMIT 1", (digest,))
     row = cursor.fetchone()
@@ -79,7 +79,7 @@ def open_listing_pass(cursor: Any, dialect: Dialect, url: ListUrl, *, fresh: boo
                    (LISTING_START, LISTING_END, dialect.value(now), digest, 0,
                     None if since is None else dialect.value(since)))
     pass_id = int(cursor.lastrowid)
-    reveal(cursor, dialect, pass_id, {1: url.resolve(since)})
+    reveal(cursor, dialect, pass_id, {1: url.first_locator(since)})
     return PassInfo(pass_id, LISTING_START, LISTING_END, now, resumed=False)
 
 

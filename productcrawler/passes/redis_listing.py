@@ -49,7 +49,7 @@ class RedisListingPass(RedisPass):
         await database.ensure_schema()
         since = await maybe_deferred_to_future(database.run(
             listing_since, self.url, utcnow(), self.config.incremental_lag, self.config.full_pass_every))
-        self.pages.urls[1] = self.url.resolve(since)  # for the opening line; the pass's own is read below
+        self.pages.urls[1] = self.url.first_locator(since)  # for the opening line; the pass's own is read below
         line = await super().open(fresh=fresh)
         if await self.client.hsetnx(self.key("pages"), "1", self.pages.urls[1]):
             # This instance started the pass: its {since} is the pass's.

@@ -67,6 +67,7 @@ from productcrawler.monitoring import stat_keys
 from productcrawler.monitoring.stats import add_seconds
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED, BudgetPacer
+from productcrawler.ratelimit.limited import is_rate_limited
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
 from productcrawler.ratelimit.wait import wait_for_fresh_slot
 from productcrawler.run.context import crawl_context
@@ -274,7 +275,7 @@ class RateLimitMiddleware:
         if "cached" in response.flags:
             return response
         announced = self.budget is not None and await self.budget.observe(request, response)
-        if response.status == 429:
+        if is_rate_limited(response):  # a 429, or a 403 that says it is one
             self.stats.inc_value(stat_keys.RATELIMIT_429)
             if announced:
                 self.stats.inc_value(stat_keys.BUDGET_429)

@@ -46,6 +46,7 @@ from twisted.web.client import ResponseFailed
 
 from productcrawler.config import ConfigError
 from productcrawler.download.errors import TLS_CERTIFICATE, exception_reason
+from productcrawler.ratelimit.limited import is_rate_limited, reset_after
 from productcrawler.retry.policy import RetryPolicy
 
 if TYPE_CHECKING:
@@ -95,7 +96,13 @@ class ApiRetryMiddleware(RetryMiddleware):
         self, request: Request, response: Response
     ) -> Request | Response:
         status = response.status
-        if request.meta.get("dont_retry", False) or status not in self.retry_http_codes:
+        if request.meta.get("dont_retry", False):
+            return response
+        if status not in self.retry_http_codes:
+            if status == 403 and 429 in self.retry_http_codes and is_rate_limited(response):
+                # An exhausted limit answered 403 (GitHub, Best Buy): retried as a 429 is, after its reset.
+                wait = self.policy.retry_after(response) or reset_after(response)
+                return self._retry_later(request, "http_403_rate_limited", wait, status) or response
             return response
         retry_after = self.policy.retry_after(response)
         return self._retry_later(request, f"http_{status}", retry_after, status) or response

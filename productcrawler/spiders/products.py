@@ -18,13 +18,15 @@ from scrapy import Request, Spider
 from w3lib.url import safe_url_string
 
 from productcrawler import signals as signals_
-from productcrawler.answer.cleaning import BadResponse, clean_product, parse_product
+from productcrawler.answer.cleaning import BadResponse, clean_product, decode_answer, parse_product
 from productcrawler.config import CrawlConfig
 from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import exception_detail, exception_reason, known_reason
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem
 from productcrawler.listing import ListingError
-from productcrawler.listing.listed import LISTED_ON, ListedProducts
+from productcrawler.listing.graphql import GraphqlErrors, cost_wait
+from productcrawler.listing.listed import ListedProducts
+from productcrawler.listing.meta import LISTED_ON, LISTING_PAGE
 from productcrawler.listing.reader import PageReader
 from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import gateway_error
@@ -43,8 +45,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Request meta key: the listing page a request is for (its position in a listing pass).
-LISTING_PAGE = "listing_page"
 #: Values of the spider argument ``fresh`` that mean yes.
 FRESH_WORDS = ("1", "true", "yes", "on")
 
@@ -71,7 +71,8 @@ class ProductsSpider(Spider):
         spider.verbatim_urls = safe_url_string(spider.config.product_url(1)) == spider.config.product_url(1)
         if spider.config.list_url is not None:
             pages = crawl_context(crawler).crawl_pass.ids
-            spider.pages = PageReader(lambda: pages.url(1), spider.config.list_options)  # type: ignore[attr-defined]  # ListingPages
+            spider.pages = PageReader(pages.url, spider.config.list_options,  # type: ignore[attr-defined]  # ListingPages
+                                      spider.config.list_url.graphql)
             if spider.config.ids_from_listing:
                 spider.listed = ListedProducts()
         return spider
@@ -119,8 +120,15 @@ class ProductsSpider(Spider):
 
     def page_request(self, page: int) -> Request:
         """A listing page of the pass (its position the request's ``product_id``, as the pass knows it)."""
+        locator = crawl_context(self.crawler).crawl_pass.ids.url(page)  # type: ignore[attr-defined]  # ListingPages
+        listing = self.config.list_url
+        assert listing is not None
+        graphql = listing.graphql
         return Request(
-            crawl_context(self.crawler).crawl_pass.ids.url(page),  # type: ignore[attr-defined]  # ListingPages
+            locator if graphql is None else listing.template,
+            method="GET" if graphql is None else "POST",
+            body=None if graphql is None else graphql.body(locator),
+            headers=None if graphql is None else {"Content-Type": "application/json"},
             callback=self.parse_page,
             errback=self.on_error,
             dont_filter=True,
@@ -198,14 +206,18 @@ class ProductsSpider(Spider):
             return [self._page_failed(request, f"http_{status}", status)]
         try:
             objects, revealed = self.pages.read(page, response)
+        except GraphqlErrors as errors:
+            if not errors.throttled:
+                return self._not_a_page(request, response, BadResponse("graphql_errors", str(errors)))
+            # Over the query-cost budget (an HTTP 200): a 429, waiting for the points it needs.
+            self.crawler.stats.inc_value(stat_keys.RATELIMIT_429)
+            wait = cost_wait(decode_answer(response.body), self.retry_policy.retry_after_max)
+            step = self.retry_policy.next_step(request, reason="graphql_throttled", http_status=429,
+                                               retry_after=wait)
+            return [step if isinstance(step, Request) else self._page_failed(request, step.reason, 429)]
         except (BadResponse, ListingError) as bad:
-            reason = bad.reason if isinstance(bad, BadResponse) else "not_a_listing"
-            self.crawler.stats.inc_value(stat_keys.bad_response(reason))
-            error = bad if isinstance(bad, BadResponse) else BadResponse("not_a_product", str(bad))
-            self.crawler.signals.send_catch_log(signals_.bad_response, request=request, error=error)
-            logger.warning("Listing page %d (%s) is not a listing page: %s", page, response.url, bad)
-            step = self.retry_policy.next_step(request, reason=f"bad_response/{reason}", http_status=status)
-            return [step if isinstance(step, Request) else self._page_failed(request, step.reason, status)]
+            return self._not_a_page(request, response, bad if isinstance(bad, BadResponse)
+                                    else BadResponse("not_a_listing", str(bad)))
         fetched_at, drift = utcnow(), self.field_drift
         products = []
         for listed in objects:
@@ -235,6 +247,17 @@ class ProductsSpider(Spider):
             request.meta[LISTED_ON] = page
             requests.append(request)
         return [*requests, *self.listed.listed(PageItem(page, response.url, [], revealed), ids)]
+
+    def _not_a_page(self, request: Request, response: Response, bad: BadResponse) -> list[Any]:
+        """An answer that is no listing page: retried, then the page failed (and the guard stops the crawl)."""
+        self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
+        # The guard's not-a-product streak: a wrong mapping, query or URL is a wrong configuration.
+        self.crawler.signals.send_catch_log(signals_.bad_response, request=request,
+                                            error=BadResponse("not_a_product", str(bad)))
+        logger.warning("Listing page %d (%s) is not a listing page: %s", request.meta[LISTING_PAGE], response.url,
+                       bad)
+        step = self.retry_policy.next_step(request, reason=f"bad_response/{bad.reason}", http_status=response.status)
+        return [step if isinstance(step, Request) else self._page_failed(request, step.reason, response.status)]
 
     def _page_failed(self, request: Request, reason: str, http_status: int | None) -> PageItem:
         page = request.meta[LISTING_PAGE]

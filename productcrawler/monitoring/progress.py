@@ -53,6 +53,12 @@ class ProgressLog:
         done = crawl_pass.done(this_run)
         elapsed = max(time.monotonic() - self._started, 1e-9)
         rate = this_run / elapsed
+        if crawl_pass.ids.descriptor.startswith("listing:"):
+            # A listing pass: its positions are pages, and more become known as it goes (no ETA).
+            logger.info("Progress: %d of the %d listing pages known so far done, %d stored, %d missing, "
+                        "%d failed; %.0f products/s%s", done, crawl_pass.total, stored, missing, failed, rate,
+                        self.budget())
+            return
         remaining = max(crawl_pass.total - done, 0)
         eta = f"{remaining / rate:.0f} s" if rate > 0 else "unknown"
         logger.info("Progress: %d/%d ids done (%.1f%%), %d stored, %d missing, %d failed; "

@@ -9,11 +9,9 @@ every time: the Retrying and give-up lines exist, and hold no key either.
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -26,6 +24,7 @@ import redis
 
 from tests.support.crawls import ROOT, crawl_command, crawl_env, run_scrapy
 from tests.support.imitations import bestbuy, magento, shopify
+from tests.support.imitations.served import ImitationsProcess
 from tests.support.recipes import APIS, COLUMNS, GONE_FROM_LIST, Api, money, recipe
 from tests.support.services import REDIS_URL, mysql_query
 
@@ -33,30 +32,14 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-class Imitations:
-    def __init__(self, ports: dict[str, int]) -> None:
-        self.ports = ports
-
-    def _control(self, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        url = f"http://127.0.0.1:{self.ports['control']}{path}"
-        with _OPENER.open(urllib.request.Request(url, data=data, method="GET" if data is None else "POST")) as answer:
-            return json.loads(answer.read())
-
-    def arrivals(self, api: str) -> list[dict[str, Any]]:
-        return self._control(f"/arrivals/{api}")
-
-    def reset(self) -> None:
-        self._control("/reset", {})
-
-    def faults(self, api: str, faults: dict[str, str]) -> None:
-        self._control(f"/faults/{api}", faults)
+class Imitations(ImitationsProcess):
+    """Every imitation in its subprocess, and the recipes pointed at them."""
 
     def settings(self, api: Api) -> dict[str, str]:
         """The recipe, pointed at the imitation, with its real key."""
         settings = recipe(api.name)
         origin = "{0.scheme}://{0.netloc}".format(urlsplit(settings["PRODUCT_URL"]))
-        settings["PRODUCT_URL"] = settings["PRODUCT_URL"].replace(origin, f"http://127.0.0.1:{self.ports[api.name]}")
+        settings["PRODUCT_URL"] = settings["PRODUCT_URL"].replace(origin, self.url(api.name))
         if api.key is not None:
             settings["API_KEY"] = api.key
         return settings
@@ -64,16 +47,8 @@ class Imitations:
 
 @pytest.fixture(scope="session")
 def imitations() -> Iterator[Imitations]:
-    process = subprocess.Popen([sys.executable, "-m", "tests.support.imitations"], cwd=ROOT, stdout=subprocess.PIPE,
-                               text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("IMITATIONS "), line
-        yield Imitations(json.loads(line.split(" ", 1)[1]))
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with Imitations() as process:
+        yield process
 
 
 def redis_values(client: redis.Redis, prefix: str) -> bytes:

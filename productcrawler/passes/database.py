@@ -11,14 +11,8 @@ retries that must wait are held in a heap by due time.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
-import time
-from datetime import UTC
-from typing import TYPE_CHECKING, Any
-
-from scrapy.utils.defer import maybe_deferred_to_future
+from typing import TYPE_CHECKING
 
 from productcrawler.ids import RangeIds
 from productcrawler.ids.failed import failed_snapshot
@@ -30,6 +24,7 @@ from productcrawler.passes.database_sql import (
     done_ids,
     open_pass,
 )
+from productcrawler.passes.one_process import OneProcessPass
 from productcrawler.passes.summary import finish_with_summary
 from productcrawler.storage.database import utcnow
 from productcrawler.storage.errors import is_connection_error
@@ -38,7 +33,6 @@ if TYPE_CHECKING:
     from productcrawler.config import CrawlConfig
     from productcrawler.ids import IdFile
     from productcrawler.ids.failed import FailedIds
-    from productcrawler.passes.database_sql import PassInfo
     from productcrawler.storage.database import Database
 
 logger = logging.getLogger(__name__)
@@ -47,18 +41,13 @@ logger = logging.getLogger(__name__)
 RESUME_CHUNK = 50_000
 
 
-class DatabasePass:
-    #: A look at this pass costs no I/O, so a retry that comes due is sent promptly.
-    poll_interval = 0.05
-    instance = None
-
+class DatabasePass(OneProcessPass):
     def __init__(self, database: Database, config: CrawlConfig) -> None:
-        self.database = database
+        super().__init__(database)
         self.config = config
         self.ids: IdFile | RangeIds = config.id_file or RangeIds(config.start_id, config.end_id)
         self.total = 0 if config.failed_only else self.ids.total
         self.tracking = bool(config.track_changes)
-        self.info: PassInfo | None = None
         self.failed: FailedIds | None = None  # ids=failed: the ids read at open
         self.done_at_start = 0
         # Bit p-1 set: position p done. Resumed passes, and every pass over a file: a file's
@@ -66,24 +55,6 @@ class DatabasePass:
         self._done: bytearray | None = None
         self._done_positions = 0
         self._cursor = 1  # the next position never handed out
-        self._retries: list[tuple[float, int, Entry]] = []  # (due, order, entry)
-        self._order = itertools.count()
-
-    @property
-    def pass_id(self) -> int | None:
-        return None if self.info is None else self.info.pass_id
-
-    @property
-    def row_stamp(self) -> int | None:
-        return self.pass_id
-
-    @property
-    def started_at(self) -> float | None:
-        return None if self.info is None else self.info.started_at.replace(tzinfo=UTC).timestamp()
-
-    @staticmethod
-    def is_unavailable(error: BaseException) -> bool:
-        return is_connection_error(error)
 
     async def open(self, *, fresh: bool) -> str:
         await self.database.ensure_schema()
@@ -134,10 +105,7 @@ class DatabasePass:
             self._done_positions += 1
 
     async def lease(self, count: int) -> Lease:
-        entries: list[Entry] = []
-        now = time.monotonic()
-        while self._retries and self._retries[0][0] <= now and len(entries) < count:
-            entries.append(heapq.heappop(self._retries)[2])
+        entries = self.due_retries(count)
         while self._cursor <= self.total and len(entries) < count:
             position = self._cursor
             self._cursor += 1
@@ -153,23 +121,12 @@ class DatabasePass:
         offset = position - 1
         return bool(self._done[offset >> 3] & (1 << (offset & 7)))
 
-    async def push(self, retries: list[tuple[Entry, float]]) -> None:
-        now = time.monotonic()
-        for entry, delay in retries:
-            heapq.heappush(self._retries, (now + delay, next(self._order), entry))
-
     async def acknowledge(self, positions: list[int], revealed: dict[int, str] | None = None) -> str:
         # The committed rows are the acknowledgement; a file's positions are also counted (see _done).
         if self._done is not None and not isinstance(self.ids, RangeIds):
             for position in positions:
                 self._mark_done(position)
         return RUNNING
-
-    async def beat(self, status: dict[str, Any]) -> tuple[str, int]:
-        return RUNNING, 0
-
-    async def give_back_lost(self) -> int:
-        return 0
 
     def done(self, this_run: int) -> int:
         return self.done_at_start + this_run  # one process: nobody else writes this pass
@@ -208,6 +165,3 @@ class DatabasePass:
         first, last = (self.ids.start, self.ids.end) if isinstance(self.ids, RangeIds) else (None, None)
         await self._run(finish_with_summary, self.info.pass_id, first, last, utcnow(), tracking=self.tracking)
         return True
-
-    async def _run(self, function: Any, *args: Any, **kwargs: Any) -> Any:
-        return await maybe_deferred_to_future(self.database.run(function, *args, **kwargs))

@@ -10,26 +10,20 @@ live in memory; opening a resumed pass reads the known pages and which are done.
 from __future__ import annotations
 
 import heapq
-import itertools
 import logging
-import time
-from datetime import UTC
 from typing import TYPE_CHECKING, Any
-
-from scrapy.utils.defer import maybe_deferred_to_future
 
 from productcrawler.passes.base import FINISHED, RUNNING, Entry, Lease
 from productcrawler.passes.listing_sql import known_pages, listing_digest, open_listing_pass
+from productcrawler.passes.one_process import OneProcessPass
 from productcrawler.passes.summary import finish_with_summary
 from productcrawler.storage.database import utcnow
-from productcrawler.storage.errors import is_connection_error
 
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from productcrawler.config import CrawlConfig
     from productcrawler.listing.since import ListUrl
-    from productcrawler.passes.database_sql import PassInfo
     from productcrawler.storage.database import Database
 
 
@@ -71,44 +65,21 @@ class ListingPages:
         pass
 
 
-class ListingPass:
-    #: A look at this pass costs no I/O.
-    poll_interval = 0.05
-    instance = None
-
+class ListingPass(OneProcessPass):
     def __init__(self, database: Database, config: CrawlConfig) -> None:
         assert config.list_url is not None
-        self.database = database
+        super().__init__(database)
         self.config = config
         self.ids = ListingPages(config.list_url)
         self.tracking = bool(config.track_changes)
-        self.info: PassInfo | None = None
         self.done_at_start = 0
         self._done: set[int] = set()
         self._waiting: list[int] = []  # known pages never handed out, a heap
         self._out: set[int] = set()  # handed out, not acknowledged: their answers may reveal more
-        self._retries: list[tuple[float, int, Entry]] = []
-        self._order = itertools.count()
 
     @property
     def total(self) -> int:
         return self.ids.total
-
-    @property
-    def pass_id(self) -> int | None:
-        return None if self.info is None else self.info.pass_id
-
-    @property
-    def row_stamp(self) -> int | None:
-        return self.pass_id
-
-    @property
-    def started_at(self) -> float | None:
-        return None if self.info is None else self.info.started_at.replace(tzinfo=UTC).timestamp()
-
-    @staticmethod
-    def is_unavailable(error: BaseException) -> bool:
-        return is_connection_error(error)
 
     async def open(self, *, fresh: bool) -> str:
         await self.database.ensure_schema()
@@ -127,21 +98,13 @@ class ListingPass:
                 f"{self.total} pages known so far already done")
 
     async def lease(self, count: int) -> Lease:
-        entries: list[Entry] = []
-        now = time.monotonic()
-        while self._retries and self._retries[0][0] <= now and len(entries) < count:
-            entries.append(heapq.heappop(self._retries)[2])
+        entries = self.due_retries(count)
         while self._waiting and len(entries) < count:
             entries.append(Entry(heapq.heappop(self._waiting)))
         self._out.update(entry.position for entry in entries)
         if entries or self._retries or self._out:
             return Lease(entries, RUNNING)
         return Lease([], FINISHED)
-
-    async def push(self, retries: list[tuple[Entry, float]]) -> None:
-        now = time.monotonic()
-        for entry, delay in retries:
-            heapq.heappush(self._retries, (now + delay, next(self._order), entry))
 
     async def acknowledge(self, positions: list[int], revealed: dict[int, str] | None = None) -> str:
         """Pages whose products are committed (with the pages their answers revealed, committed with them)."""
@@ -153,12 +116,6 @@ class ListingPass:
             self._out.discard(page)
             self._done.add(page)
         return RUNNING
-
-    async def beat(self, status: dict[str, Any]) -> tuple[str, int]:
-        return RUNNING, 0
-
-    async def give_back_lost(self) -> int:
-        return 0
 
     def done(self, this_run: int) -> int:
         return len(self._done)
@@ -175,9 +132,6 @@ class ListingPass:
         await self._run(finish_with_summary, self.info.pass_id, None, None, utcnow(), tracking=self.tracking,
                         listing_removals=self.config.list_removals)
         return True
-
-    async def _run(self, function: Any, *args: Any, **kwargs: Any) -> Any:
-        return await maybe_deferred_to_future(self.database.run(function, *args, **kwargs))
 
 
 __all__ = ["ListingPages", "ListingPass"]

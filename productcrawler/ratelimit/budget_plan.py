@@ -31,6 +31,7 @@ import time
 from typing import TYPE_CHECKING, NamedTuple
 
 from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report, WindowReport
+from productcrawler.ratelimit.stop import StopWatch
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -153,11 +154,15 @@ class Plan:
 
 
 class LocalBudgetGate:
-    """The plan of one process; at most ``AHEAD`` requests let through wait for their time at once."""
+    """The plan of one process; at most ``AHEAD`` requests let through wait for their time at once.
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    A wait ends early, with :class:`~.stop.Stopping`, once ``stop`` says the crawl stops.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, stop: StopWatch | None = None) -> None:
         self.plan = Plan()
         self.clock = clock
+        self.stop = stop if stop is not None else StopWatch()
         self._ahead = asyncio.Semaphore(AHEAD)
 
     def __str__(self) -> str:
@@ -168,10 +173,9 @@ class LocalBudgetGate:
         if self.plan.report is None and not self._ahead.locked():
             return self.plan.claim(self.clock())[0]
         async with self._ahead:
+            self.stop.check()  # waiters behind a stopped one leave at once
             seq, at = self.plan.claim(self.clock())
-            delay = at - self.clock()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await self.stop.sleep(at - self.clock())
         return seq
 
     def known(self) -> bool:

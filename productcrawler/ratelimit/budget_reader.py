@@ -22,6 +22,10 @@ when it handled that request. A report adds what one answer cannot say:
   an underestimate over a short baseline and tends to the true one over a
   long one. A bucket that ran empty meanwhile also makes it an underestimate.
 
+A reset clamped to ``RATE_LIMIT_HEADERS_MAX_WAIT`` (:mod:`.budget_headers`)
+gives no window length: at that reset, the gate knows no budget until an
+answer tells it (its requests are probes again).
+
 Times are this process's ``time.monotonic()``.
 """
 
@@ -98,6 +102,10 @@ class BudgetReader:
         if newer:
             self._latest = (seq, budget.remaining, at)
             self._epoch_reset = epoch
+        if budget.clamped and self._bounds[1] >= high:
+            # Clamped (RATE_LIMIT_HEADERS_MAX_WAIT), and no other answer bounds it closer: when this
+            # window ends, what follows is unknown.
+            return WindowReport(seq, at, budget.remaining, self._bounds[1], self._bounds[0], budget.quota, None)
         self._longest_reset = max(self._longest_reset, budget.reset_after)
         window = budget.window or self._window
         return WindowReport(seq, at, budget.remaining, self._bounds[1], self._bounds[0], budget.quota,

@@ -29,6 +29,7 @@ from redis.exceptions import RedisError
 from productcrawler.ratelimit import budget_plan
 from productcrawler.ratelimit.budget_plan import AHEAD, Budget
 from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report
+from productcrawler.ratelimit.stop import StopWatch
 from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, AsyncClient, async_redis_client
 from productcrawler.redis_lua import lua_script
 
@@ -51,8 +52,9 @@ class RedisBudgetGate:
     """The shared plan; same interface as :class:`~.budget_plan.LocalBudgetGate`."""
 
     def __init__(self, client: AsyncClient, *, key_prefix: str, cap: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, stop: StopWatch | None = None) -> None:
         self.client: AsyncClient = client
+        self.stop: StopWatch = stop if stop is not None else StopWatch()
         self.key: str = f"{key_prefix}:ratelimit:budget"
         self.cap: float = cap
         self.clock: Callable[[], float] = clock
@@ -78,6 +80,7 @@ class RedisBudgetGate:
     async def admit(self) -> int | None:
         """Wait until the shared budget lets one more request go; its number (None: Redis failed)."""
         async with self._ahead:
+            self.stop.check()  # waiters behind a stopped one leave at once
             args = [repr(KEY_TTL), repr(budget_plan.QUOTA_MARGIN), repr(budget_plan.LEVEL_MARGIN),
                     repr(budget_plan.LEAK_SAFETY), repr(budget_plan.PROBE_INTERVAL),
                     repr(budget_plan.RESET_MARGIN), repr(self.cap), repr(SKEW)]
@@ -91,9 +94,7 @@ class RedisBudgetGate:
             server_now, at, seq, pace, left, reset_in = (float(value) for value in reply)
             self._budget = (None if pace < 0 else
                             Budget(pace, left, None if reset_in < 0 else reset_in))
-            delay = at - server_now
-            if delay > 0:
-                await asyncio.sleep(max(0.0, received + delay - self.clock()))
+            await self.stop.sleep(received + at - server_now - self.clock())
         return int(seq)
 
     async def report(self, report: Report) -> None:

@@ -21,13 +21,17 @@ from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
 from productcrawler.monitoring import stat_keys
-from productcrawler.ratelimit.budget_headers import LeakyBudget, WindowBudget
+from productcrawler.ratelimit.budget_headers import BudgetHeaders, LeakyBudget, WindowBudget
 from productcrawler.ratelimit.budget_plan import Plan
 from productcrawler.ratelimit.budget_reader import BudgetReader, LeakyReport, WindowReport
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
 from tests.support.imitations.budgets import LeakyBucket
 
 CAP = 500.0
+
+
+class CaseSensitiveHeaders(dict[str, str]):
+    """What BudgetHeaders reads (``get(name)``), spelt as it asks."""
 
 
 def window(seq: int | None, observed_at: float, remaining: int, reset_at: float, *,
@@ -215,3 +219,19 @@ def test_a_429_without_budget_headers_still_halves_the_rate() -> None:
     asyncio.run(main())
     assert mw.rate_factor == pytest.approx(0.5, abs=0.01) and mw.backoffs == 1
     assert mw.crawler.stats.get_value(stat_keys.BUDGET_429) is None
+
+
+@pytest.mark.parametrize("reset", ["900000000", "2796161600", "2796161600000"])  # delta s, epoch s, epoch ms
+def test_an_absurd_reset_holds_requests_no_longer_than_the_longest_wait_then_they_probe(reset: str) -> None:
+    wall = 1_796_161_600.0
+    budget = BudgetHeaders(("x-ratelimit",), max_wait=5.0).parse(
+        CaseSensitiveHeaders({"X-RateLimit-Limit": "200", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}), wall)
+    assert isinstance(budget, WindowBudget)
+    plan = Plan()
+    plan.claim(0.0)
+    assert plan.accept(BudgetReader().read(budget, 1, 0.0, wall), 0.0)  # type: ignore[arg-type]
+    _seq, at = plan.claim(0.1)
+    assert 5.0 <= at <= 5.1  # the clamped reset, not years away
+    # That window's end says nothing of the next one: no budget is known until an answer tells it
+    # (the requests are probes again), rather than a window of 5 s assumed from the clamp.
+    assert plan.report is None

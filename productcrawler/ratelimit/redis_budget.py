@@ -79,23 +79,26 @@ class RedisBudgetGate:
 
     async def admit(self) -> int | None:
         """Wait until the shared budget lets one more request go; its number (None: Redis failed)."""
+        args = [repr(KEY_TTL), repr(budget_plan.QUOTA_MARGIN), repr(budget_plan.LEVEL_MARGIN),
+                repr(budget_plan.LEAK_SAFETY), repr(budget_plan.PROBE_INTERVAL),
+                repr(budget_plan.RESET_MARGIN), repr(self.cap), repr(SKEW), repr(budget_plan.HOLD)]
         async with self._ahead:
-            self.stop.check()  # waiters behind a stopped one leave at once
-            args = [repr(KEY_TTL), repr(budget_plan.QUOTA_MARGIN), repr(budget_plan.LEVEL_MARGIN),
-                    repr(budget_plan.LEAK_SAFETY), repr(budget_plan.PROBE_INTERVAL),
-                    repr(budget_plan.RESET_MARGIN), repr(self.cap), repr(SKEW)]
-            try:
-                self.redis_calls += 1
-                reply = await self._claim(keys=[self.key], args=args)
-            except RedisError as exc:
-                self._log_error("let a request through", exc)
-                return None
-            received = self.clock()
-            server_now, at, seq, pace, left, reset_in = (float(value) for value in reply)
-            self._budget = (None if pace < 0 else
-                            Budget(pace, left, None if reset_in < 0 else reset_in))
-            await self.stop.sleep(received + at - server_now - self.clock())
-        return int(seq)
+            while True:
+                self.stop.check()  # waiters behind a stopped one leave at once
+                try:
+                    self.redis_calls += 1
+                    reply = await self._claim(keys=[self.key], args=args)
+                except RedisError as exc:
+                    self._log_error("let a request through", exc)
+                    return None
+                received = self.clock()
+                server_now, at, seq, pace, left, reset_in = (float(value) for value in reply)
+                self._budget = (None if pace < 0 else
+                                Budget(pace, left, None if reset_in < 0 else reset_in))
+                # Not let through (seq -1): ask again then.
+                await self.stop.sleep(received + at - server_now - self.clock())
+                if seq >= 0:
+                    return int(seq)
 
     async def report(self, report: Report) -> None:
         age = max(0.0, self.clock() - report.observed_at)

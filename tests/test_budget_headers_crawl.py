@@ -9,12 +9,14 @@ RATE_LIMIT_HEADERS_MAX_WAIT, and an operator's stop does not wait for them.
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 from collections.abc import Iterator
 
 import pytest
 
+from productcrawler.ratelimit.budget_plan import QUOTA_MARGIN
 from tests.support.crawls import finish, start_crawl
 from tests.support.imitations.budgets import BUDGETS, BudgetServers, missing, rate_of
 from tests.support.services import REDIS_URL, mysql_query
@@ -24,6 +26,20 @@ pytestmark = pytest.mark.timing
 SECONDS = 5.0  # of budget each crawl needs
 MAX_429_SHARE = 0.01
 MIN_BUDGET_SHARE = 0.90
+#: What an epoch-second reset costs by design (docs/rate-limit-headers.md): up to one second's share of the
+#: first window's budget. Its crawl is measured over enough windows that this loss and the quota's margin
+#: leave NOISE_SHARE of the budget between the design and the bound.
+EPOCH_SECOND_LOSS = 1.0
+NOISE_SHARE = 0.03
+EPOCH_SECOND_FORMATS = ("x-ratelimit",)
+
+
+def seconds_for(name: str) -> float:
+    """Seconds of budget the crawl of ``name`` spends: (1 - margin) * D / (D + loss) >= bound + noise."""
+    if name not in EPOCH_SECOND_FORMATS:
+        return SECONDS
+    floor = MIN_BUDGET_SHARE + NOISE_SHARE
+    return max(SECONDS, EPOCH_SECOND_LOSS * floor / (1 - QUOTA_MARGIN - floor))
 
 
 @pytest.fixture(scope="session")
@@ -71,7 +87,8 @@ def assert_all_stored(mysql_url: str, end: int) -> None:
 @pytest.mark.parametrize("instances", [1, 2], ids=["one-instance", "two-instances"])
 @pytest.mark.parametrize("name", list(BUDGETS))
 def test_the_announced_budget_is_spent_without_429s(budget_servers, name, instances, mysql_url, redis_prefix):
-    end, arrivals, outputs = crawl(budget_servers, name, mysql_url, instances, redis_prefix)
+    end, arrivals, outputs = crawl(budget_servers, name, mysql_url, instances, redis_prefix,
+                                   seconds=seconds_for(name))
     rejected = sum(status == 429 for _at, status, _id in arrivals)
     rate = throughput(arrivals)
     first = min(at for at, _status, _id in arrivals)
@@ -98,7 +115,7 @@ def test_a_reset_in_epoch_milliseconds_is_read_as_one(budget_servers, instances,
     assert not any(clamp_warnings(output) for output in outputs)
 
 
-ABSURD = {"absurd-delta": "900000000", "absurd-epoch-s": "28", "absurd-epoch-ms": "28"}  # name: how the value starts
+ABSURD = {"absurd-delta": r"900000000", "absurd-epoch-s": r"[0-9]{10}", "absurd-epoch-ms": r"[0-9]{13}"}
 
 
 @pytest.mark.parametrize("instances", [1, 2], ids=["one-instance", "two-instances"])
@@ -122,7 +139,7 @@ def test_an_absurd_reset_holds_the_crawl_no_longer_than_the_longest_wait(
     for output in outputs:
         warnings = clamp_warnings(output)
         assert len(warnings) == 1, warnings
-        assert f"X-RateLimit-Reset: {ABSURD[name]}" in warnings[0], warnings
+        assert re.search(f"X-RateLimit-Reset: {ABSURD[name]} announces a reset", warnings[0]), warnings
 
 
 @pytest.mark.parametrize("instances", [1, 2], ids=["one-instance", "two-instances"])

@@ -35,6 +35,7 @@ class StopWatch:
         self._stopping = stopping
         self._event = asyncio.Event()
         self._task: asyncio.Future[None] | None = None
+        self._sleeping: set[asyncio.Future[None]] = set()
 
     @property
     def stopped(self) -> bool:
@@ -49,11 +50,14 @@ class StopWatch:
         assert self._stopping is not None
         while not self._stopping():
             await asyncio.sleep(STOP_CHECK)
-        self._event.set()
+        self.stop()
 
     def stop(self) -> None:
-        """Stop now (the crawl is closing)."""
+        """Stop now (the crawl is closing): every :meth:`sleep` ends."""
         self._event.set()
+        for sleeping in self._sleeping:
+            if not sleeping.done():
+                sleeping.set_result(None)
 
     def check(self) -> None:
         if self._event.is_set():
@@ -68,11 +72,17 @@ class StopWatch:
         self.check()
         if seconds <= 0:
             return
+        # asyncio.sleep's own way (a future and a timer), plus a way for stop() to end it: as cheap.
+        loop = asyncio.get_running_loop()
+        sleeping: asyncio.Future[None] = loop.create_future()
+        timer = loop.call_later(seconds, _wake, sleeping)
+        self._sleeping.add(sleeping)
         try:
-            await asyncio.wait_for(self._event.wait(), seconds)
-        except TimeoutError:
-            return
-        raise Stopping
+            await sleeping
+        finally:
+            timer.cancel()
+            self._sleeping.discard(sleeping)
+        self.check()
 
     async def wait_for(self, event: asyncio.Event, timeout: float) -> bool:
         """Whether ``event`` is set within ``timeout`` seconds; :class:`Stopping` if the crawl stops first."""
@@ -87,8 +97,13 @@ class StopWatch:
         return event.is_set()
 
     async def close(self) -> None:
-        self._event.set()
+        self.stop()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+def _wake(sleeping: asyncio.Future[None]) -> None:
+    if not sleeping.done():
+        sleeping.set_result(None)

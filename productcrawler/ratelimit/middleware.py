@@ -195,7 +195,7 @@ class RateLimitMiddleware:
         return (self.sent - 1) / span if span > 0 else None
 
     def spider_opened(self) -> None:
-        if self.budget is not None:
+        if self.budget is not None and self.crawler.crawling:  # not `scrapy shell`, which never "crawls"
             self.budget.start()
         logger.info("Rate limit: %g requests/second, burst %g, %s",
                     self.limiter.rate, self.limiter.burst, self.limiter)

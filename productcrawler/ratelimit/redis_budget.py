@@ -111,7 +111,7 @@ class RedisBudgetGate:
                       -1 if report.quota is None else report.quota,
                       -1 if report.window is None else repr(report.window),
                       repr((report.reset_from if report.reset_from is not None else report.reset_at)
-                           - report.observed_at)]
+                           - report.observed_at), int(report.clamped)]
         try:
             self.redis_calls += 1
             await self._report(keys=[self.key], args=[repr(KEY_TTL), *values])

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -63,12 +65,25 @@ def crawl(servers: BudgetServers, name: str, mysql_url: str, instances: int, red
     end = int(rate_of(name) * seconds)
     settings = settings_for(servers, name, mysql_url, instances, redis_prefix, **extra)
     processes = [start_crawl("-a", f"end_id={end}", settings=settings) for _ in range(instances)]
-    outputs = []
-    for process in processes:
-        code, output = finish(process)
-        assert code == 0, output[-3000:]
-        outputs.append(output)
+    with ending(processes):
+        outputs = []
+        for process in processes:
+            code, output = finish(process)
+            assert code == 0, output[-3000:]
+            outputs.append(output)
     return end, servers.arrivals(name), outputs
+
+
+@contextmanager
+def ending(processes: list[subprocess.Popen[str]]) -> Iterator[None]:
+    """Kill the crawls still running when the block ends (a failed test's): none sends on to a later test's port."""
+    try:
+        yield
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
 
 
 def throughput(arrivals: list[tuple[float, int, int]]) -> float:
@@ -150,19 +165,20 @@ def test_a_stop_does_not_wait_for_an_announced_reset(budget_servers, instances, 
     settings = settings_for(budget_servers, "stalling", mysql_url, instances, redis_prefix)
     end = 30
     processes = [start_crawl("-a", f"end_id={end}", settings=settings) for _ in range(instances)]
-    deadline = time.monotonic() + 60
-    while not (arrivals := budget_servers.arrivals("stalling")) or time.time() - arrivals[-1][0] < 2.0:
-        assert time.monotonic() < deadline, "the crawl never started waiting"
-        assert all(process.poll() is None for process in processes), finish(processes[0])[1][-3000:]
-        time.sleep(0.2)
-    assert len(arrivals) < end  # it waits: the ids are not all fetched
-    for process in processes:
-        process.send_signal(signal.SIGINT)
-    stopped = time.monotonic()
-    for process in processes:
-        code, output = finish(process, timeout=60)
-        assert time.monotonic() - stopped < 5, output[-3000:]
-        assert code == 0, output[-3000:]
+    with ending(processes):
+        deadline = time.monotonic() + 60
+        while not (arrivals := budget_servers.arrivals("stalling")) or time.time() - arrivals[-1][0] < 2.0:
+            assert time.monotonic() < deadline, "the crawl never started waiting"
+            assert all(process.poll() is None for process in processes), finish(processes[0])[1][-3000:]
+            time.sleep(0.2)
+        assert len(arrivals) < end  # it waits: the ids are not all fetched
+        for process in processes:
+            process.send_signal(signal.SIGINT)
+        stopped = time.monotonic()
+        for process in processes:
+            code, output = finish(process, timeout=60)
+            assert time.monotonic() - stopped < 5, output[-3000:]
+            assert code == 0, output[-3000:]
     answered = sorted(product_id for _at, status, product_id in arrivals if status == 200)
     assert [row[0] for row in mysql_query(mysql_url, "SELECT product_id FROM products ORDER BY product_id")] \
         == answered
@@ -170,7 +186,8 @@ def test_a_stop_does_not_wait_for_an_announced_reset(budget_servers, instances, 
     # The next run, with a short longest wait, fetches the rest.
     processes = [start_crawl("-a", f"end_id={end}", settings={**settings, "RATE_LIMIT_HEADERS_MAX_WAIT": 0.5})
                  for _ in range(instances)]
-    for process in processes:
-        code, output = finish(process, timeout=120)
-        assert code == 0, output[-3000:]
+    with ending(processes):
+        for process in processes:
+            code, output = finish(process, timeout=120)
+            assert code == 0, output[-3000:]
     assert_all_stored(mysql_url, end)

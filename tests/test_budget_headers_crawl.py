@@ -172,6 +172,7 @@ def test_a_stop_does_not_wait_for_an_announced_reset(budget_servers, instances, 
             assert all(process.poll() is None for process in processes), finish(processes[0])[1][-3000:]
             time.sleep(0.2)
         assert len(arrivals) < end  # it waits: the ids are not all fetched
+        print(f"waiting after {len(arrivals)} requests, {time.monotonic() - deadline + 60:.1f} s in")
         for process in processes:
             process.send_signal(signal.SIGINT)
         stopped = time.monotonic()
@@ -183,11 +184,14 @@ def test_a_stop_does_not_wait_for_an_announced_reset(budget_servers, instances, 
     assert [row[0] for row in mysql_query(mysql_url, "SELECT product_id FROM products ORDER BY product_id")] \
         == answered
     assert mysql_query(mysql_url, "SELECT COUNT(*) FROM crawl_failures WHERE outcome <> 'missing'") == [(0,)]
+    print(f"stopped in {time.monotonic() - stopped:.1f} s")
     # The next run, with a short longest wait, fetches the rest.
+    started = time.monotonic()
     processes = [start_crawl("-a", f"end_id={end}", settings={**settings, "RATE_LIMIT_HEADERS_MAX_WAIT": 0.5})
                  for _ in range(instances)]
     with ending(processes):
         for process in processes:
             code, output = finish(process, timeout=120)
             assert code == 0, output[-3000:]
+    print(f"the next run took {time.monotonic() - started:.1f} s")
     assert_all_stored(mysql_url, end)

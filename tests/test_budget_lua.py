@@ -182,3 +182,24 @@ def test_a_newer_answer_ends_a_wait_another_one_announced(redis_prefix: str) -> 
 
     waited = run(redis_prefix, body)
     assert isinstance(waited, float) and waited <= budget_plan.HOLD + 0.3, waited
+
+
+def test_a_budget_recorded_under_a_longer_bound_holds_an_instance_only_as_long_as_its_own(redis_prefix: str) -> None:
+    # An earlier run (or another instance) with RATE_LIMIT_HEADERS_MAX_WAIT=30 recorded "nothing left for 30 s";
+    # an instance started with a bound of 1 s waits no longer than that after the answer.
+    async def main() -> float:
+        earlier = gate(redis_prefix)
+        bounded = RedisBudgetGate.from_url(REDIS_URL, key_prefix=redis_prefix, cap=CAP, max_wait=1.0)
+        try:
+            seq = await earlier.admit()
+            assert seq is not None
+            await earlier.report(absurd(seq, max_wait=30.0))
+            started = time.monotonic()
+            await asyncio.wait_for(bounded.admit(), 10)
+            return time.monotonic() - started
+        finally:
+            await earlier.close()
+            await bounded.close()
+
+    waited = asyncio.run(main())
+    assert 0.9 <= waited <= 1.6, waited

@@ -96,7 +96,7 @@ class BudgetPacer:
             gate = LocalBudgetGate(stop=stop)
         else:
             gate = RedisBudgetGate.from_url(config.redis_url, key_prefix=config.redis_key_prefix, cap=cap,
-                                            stop=stop)
+                                            stop=stop, max_wait=config.rate_limit_headers_max_wait)
         return cls(stats, gate, config.rate_limit_headers, cap, config.rate_limit_headers_max_wait)
 
     def start(self) -> None:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 KEY_TTL = 120.0  # seconds the shared budget outlives its last use
+MAX_WAIT = 1e12  # seconds: "no bound" as a number Lua reads
 
 
 CLAIM_SCRIPT = lua_script("productcrawler.ratelimit", "budget_claim.lua")
@@ -52,8 +53,10 @@ class RedisBudgetGate:
     """The shared plan; same interface as :class:`~.budget_plan.LocalBudgetGate`."""
 
     def __init__(self, client: AsyncClient, *, key_prefix: str, cap: float,
-                 clock: Callable[[], float] = time.monotonic, stop: StopWatch | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, stop: StopWatch | None = None,
+                 max_wait: float = MAX_WAIT) -> None:
         self.client: AsyncClient = client
+        self.max_wait: float = min(max_wait, MAX_WAIT)
         self.stop: StopWatch = stop if stop is not None else StopWatch()
         self.key: str = f"{key_prefix}:ratelimit:budget"
         self.cap: float = cap
@@ -81,7 +84,8 @@ class RedisBudgetGate:
         """Wait until the shared budget lets one more request go; its number (None: Redis failed)."""
         args = [repr(KEY_TTL), repr(budget_plan.QUOTA_MARGIN), repr(budget_plan.LEVEL_MARGIN),
                 repr(budget_plan.LEAK_SAFETY), repr(budget_plan.PROBE_INTERVAL),
-                repr(budget_plan.RESET_MARGIN), repr(self.cap), repr(SKEW), repr(budget_plan.HOLD)]
+                repr(budget_plan.RESET_MARGIN), repr(self.cap), repr(SKEW), repr(budget_plan.HOLD),
+                repr(self.max_wait)]
         async with self._ahead:
             while True:
                 self.stop.check()  # waiters behind a stopped one leave at once

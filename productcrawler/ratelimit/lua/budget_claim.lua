@@ -2,7 +2,9 @@
 -- The arithmetic of productcrawler/ratelimit/budget_plan.py (Plan.claim), in the server's clock.
 -- KEYS[1] the budget hash. ARGV: ttl (seconds), QUOTA_MARGIN, LEVEL_MARGIN, LEAK_SAFETY,
 -- PROBE_INTERVAL, RESET_MARGIN, cap (requests per second, for the pace shown), SKEW (budget_plan.level_margin),
--- HOLD (seconds: a request whose time is further away is not let through, and asks again).
+-- HOLD (seconds: a request whose time is further away is not let through, and asks again),
+-- RATE_LIMIT_HEADERS_MAX_WAIT (seconds: a budget recorded under a longer bound, by another instance or an
+-- earlier run, holds this one no longer after its answer than this).
 -- Returns now, at, seq, pace, left, reset_in as strings (-1: unknown; seq -1: not let through, ask again at `at`).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -10,7 +12,7 @@ local key = KEYS[1]
 local ttl, quota_margin, level_margin = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local leak_safety, probe, reset_margin, cap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]),
   tonumber(ARGV[7])
-local skew, hold = tonumber(ARGV[8]), tonumber(ARGV[9])
+local skew, hold, max_wait = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local function fmt(x) return string.format('%.6f', x) end
 local seq = (tonumber(redis.call('HGET', key, 'seq')) or 0) + 1
 local s = redis.call('HMGET', key, 'kind', 'rseq', 'observed_at', 'remaining', 'reset_at', 'quota', 'window',
@@ -24,6 +26,9 @@ local opened = nil  -- the writes of a window this claim opens, made only if the
 if kind == 'w' then
   local remaining, reset_at = tonumber(s[4]), tonumber(s[5])
   local quota, window = tonumber(s[6]), tonumber(s[7])
+  if reset_at > observed + max_wait then
+    reset_at, window = observed + max_wait, -1  -- clamped here too: what follows that reset is unknown
+  end
   local function margin(r) return math.max(1, quota_margin * ((quota >= 0) and quota or r)) end
   local usable = remaining - (seq - 1 - rseq) - margin(remaining)
   if usable >= 1 and start < reset_at + reset_margin then

@@ -6,7 +6,8 @@ Four formats, by the names ``RATE_LIMIT_HEADERS`` takes:
     express-rate-limit and many Node APIs: ``X-RateLimit-Limit`` (the quota),
     ``X-RateLimit-Remaining``, ``X-RateLimit-Reset``. The reset is Unix epoch
     seconds on some servers, epoch milliseconds or delta seconds on others
-    under the same name: they are told apart by magnitude (:func:`reset_seconds`).
+    under the same name: they are told apart by magnitude
+    (:func:`~.budget_bounds.reset_seconds`).
 ``ietf``
     draft-ietf-httpapi-ratelimit-headers: ``RateLimit-Policy: "p";q=100;w=60``
     and ``RateLimit: "p";r=50;t=30`` (RFC 8941 structured fields, parsed by
@@ -25,14 +26,12 @@ takes the ceiling), so a reset read from them is an upper bound, coarse by its
 numbers, a negative count, a part missing) is ignored for that answer and
 logged once per format.
 
-No header may make the crawl wait longer than ``RATE_LIMIT_HEADERS_MAX_WAIT``:
-a reset or a window beyond it is clamped to it (logged once per header, with
-its value), and a clamped reset says nothing of the window's length.
+No header may make the crawl wait longer than ``RATE_LIMIT_HEADERS_MAX_WAIT``
+(:mod:`.budget_bounds`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import re
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import http_sf
 
 from productcrawler.config.defaults import RATE_LIMIT_HEADER_FORMATS
+from productcrawler.ratelimit.budget_bounds import BudgetBounds, reset_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -50,12 +50,6 @@ logger = logging.getLogger(__name__)
 
 #: Tried in this order by ``auto``: the standard first, the vendor formats after.
 FORMATS = IETF, X_RATELIMIT, BIGCOMMERCE, SHOPIFY = RATE_LIMIT_HEADER_FORMATS
-#: A reset of at least this is a Unix time in seconds, not a delay: 2001-09-09 as a date, 31.7 years as a
-#: delay (today's epoch seconds, about 1.8e9, are above it; no API's window is that long).
-EPOCH_SECONDS_FROM = 1e9
-#: A reset of at least this is a Unix time in milliseconds: 1973 in milliseconds, the year 5138 in
-#: seconds (today's epoch milliseconds, about 1.8e12, are well above it; today's seconds well below).
-EPOCH_MILLISECONDS_FROM = 1e11
 _INTEGER = re.compile(r"[0-9]+")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _SHOPIFY = re.compile(r"([0-9]+)\s*/\s*([0-9]+)")
@@ -120,20 +114,6 @@ def _seconds(name: str, text: str | None) -> tuple[float, float]:
     if not math.isfinite(value):
         raise Malformed(f"{name}: {text!r} is not a number of seconds")
     return value, (1.0 if "." not in text else 0.001)
-
-
-def reset_seconds(value: float, resolution: float, wall_now: float) -> tuple[float, float, bool]:
-    """A reset as seconds from now, its resolution and whether it was a Unix time.
-
-    Told apart by magnitude: below ``EPOCH_SECONDS_FROM``, delta seconds; below
-    ``EPOCH_MILLISECONDS_FROM``, epoch seconds; from it, epoch milliseconds. An
-    epoch in the past (the two clocks disagree) is a reset now.
-    """
-    if value >= EPOCH_MILLISECONDS_FROM:
-        return max(0.0, value / 1000.0 - wall_now), resolution / 1000.0, True
-    if value >= EPOCH_SECONDS_FROM:
-        return max(0.0, value - wall_now), resolution, True
-    return value, resolution, False
 
 
 def _reset(name: str, text: str | None, wall_now: float) -> tuple[float, float, bool]:
@@ -253,11 +233,14 @@ class BudgetHeaders:
 
     def __init__(self, formats: Iterable[str], max_wait: float = math.inf) -> None:
         self.formats: tuple[str, ...] = tuple(name for name in FORMATS if name in set(formats))
-        self.max_wait: float = max_wait
+        self.bounds = BudgetBounds(max_wait)
         self.malformed: int = 0
-        self.clamped: int = 0  # answers with a reset or a window beyond max_wait
         self._logged: set[str] = set()
-        self._clamp_logged: set[str] = set()
+
+    @property
+    def clamped(self) -> int:
+        """Answers with a reset or a window beyond ``max_wait``."""
+        return self.bounds.clamped
 
     def parse(self, headers: Headers, wall_now: float) -> Budget | None:
         """The first enabled format found in ``headers``; None when there is none (or none readable)."""
@@ -272,33 +255,5 @@ class BudgetHeaders:
                                    "of these messages will be shown for this format)", name, error)
                 continue
             if budget is not None:
-                return self._bounded(budget) if isinstance(budget, WindowBudget) else budget
+                return self.bounds.bounded(budget) if isinstance(budget, WindowBudget) else budget
         return None
-
-    def _bounded(self, budget: WindowBudget) -> WindowBudget:
-        """``budget`` with its reset and window clamped to ``max_wait``.
-
-        A clamped reset says only that the window ends within ``max_wait``: its
-        resolution covers the whole bound (a later answer's reset narrows it),
-        and it measures no window length.
-        """
-        changes: dict[str, Any] = {}
-        if budget.reset_after > self.max_wait:
-            self._warn(budget.reset_header, "reset", budget.reset_after)
-            changes.update(reset_after=self.max_wait, resolution=self.max_wait, epoch=False, clamped=True)
-        if budget.window is not None and budget.window > self.max_wait:
-            self._warn(budget.window_header, "window", budget.window)
-            changes.update(window=self.max_wait)
-        if not changes:
-            return budget
-        self.clamped += 1
-        return dataclasses.replace(budget, **changes)
-
-    def _warn(self, header: str, what: str, seconds: float) -> None:
-        name = header.partition(":")[0]
-        if name in self._clamp_logged:
-            return
-        self._clamp_logged.add(name)
-        logger.warning("Rate limit: %s announces a %s %.0f s away; waiting at most "
-                       "RATE_LIMIT_HEADERS_MAX_WAIT=%g s instead (no more of these messages will be shown "
-                       "for this header)", header, what, seconds, self.max_wait)

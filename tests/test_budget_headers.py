@@ -133,3 +133,59 @@ def test_rate_limit_headers_setting(value: str, formats: tuple[str, ...]) -> Non
 def test_rate_limit_headers_refuses_other_values(value: str) -> None:
     with pytest.raises(ConfigError, match=r"^RATE_LIMIT_HEADERS=.* is not one of auto, off, ietf, x-ratelimit"):
         CrawlConfig.from_settings({"RATE_LIMIT_HEADERS": value})
+
+
+# --- resets told apart by magnitude, and bounded by RATE_LIMIT_HEADERS_MAX_WAIT ----------
+
+
+@pytest.mark.parametrize(("reset", "after", "resolution"), [
+    ("1796161614000", 14.0, 0.001),  # epoch milliseconds (what many APIs send)
+    ("1796161614", 14.0, 1.0),  # epoch seconds
+    ("14", 14.0, 1.0),  # delta seconds
+    ("1796161614.5", 14.5, 0.001),
+])
+def test_a_reset_is_told_apart_by_its_magnitude(reset: str, after: float, resolution: float) -> None:
+    budget = BudgetHeaders(ALL, max_wait=300).parse(
+        _Headers({"X-RateLimit-Remaining": "5", "X-RateLimit-Reset": reset}), WALL)
+    assert isinstance(budget, WindowBudget)
+    assert (budget.reset_after, budget.resolution, budget.clamped) == (after, resolution, False)
+
+
+@pytest.mark.parametrize("headers", [
+    {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "900000000"},  # 28.5 years, as delta seconds
+    {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(WALL) + 10**6)},  # epoch seconds, 11 days on
+    {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(WALL + 10**6) * 1000)},  # the same in ms
+    {"RateLimit": '"default";r=0;t=900000000'},
+    {"RateLimit-Remaining": "0", "RateLimit-Reset": "86400"},
+    {"X-Rate-Limit-Requests-Left": "0", "X-Rate-Limit-Requests-Quota": "100",
+     "X-Rate-Limit-Time-Window-Ms": "500", "X-Rate-Limit-Time-Reset-Ms": "900000000000"},
+])
+def test_a_reset_beyond_the_longest_wait_is_clamped_to_it(headers: dict[str, str]) -> None:
+    reader = BudgetHeaders(ALL, max_wait=60)
+    budget = reader.parse(_Headers(headers), WALL)
+    assert isinstance(budget, WindowBudget) and budget.clamped and not budget.epoch
+    assert budget.reset_after == 60 and reader.clamped == 1
+
+
+def test_a_window_beyond_the_longest_wait_is_clamped_to_it() -> None:
+    budget = BudgetHeaders(ALL, max_wait=60).parse(
+        _Headers({"RateLimit-Policy": '"day";q=1000;w=86400', "RateLimit": '"day";r=10;t=30'}), WALL)
+    assert budget == WindowBudget("ietf", 10, 30.0, 1.0, quota=1000, window=60.0)
+
+
+def test_each_clamped_header_is_logged_once_with_its_value(caplog: pytest.LogCaptureFixture) -> None:
+    reader = BudgetHeaders(ALL, max_wait=300)
+    with caplog.at_level(logging.WARNING):
+        for value in ("900000000", "900000001", "14"):
+            reader.parse(_Headers({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": value}), WALL)
+        reader.parse(_Headers({"RateLimit": '"default";r=0;t=86400'}), WALL)
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) == 2 and reader.clamped == 3, messages
+    assert "X-RateLimit-Reset: 900000000 " in messages[0] and "RATE_LIMIT_HEADERS_MAX_WAIT=300" in messages[0]
+    assert 'RateLimit: "default";r=0;t=86400' in messages[1]
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon"])
+def test_rate_limit_headers_max_wait_refuses_what_is_not_a_positive_number(value: str) -> None:
+    with pytest.raises(ConfigError, match=r"^RATE_LIMIT_HEADERS_MAX_WAIT="):
+        CrawlConfig.from_settings({"RATE_LIMIT_HEADERS_MAX_WAIT": value})

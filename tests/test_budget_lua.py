@@ -14,8 +14,10 @@ from collections.abc import Awaitable, Callable
 import pytest
 import redis
 
-from productcrawler.ratelimit.budget_reader import LeakyReport, WindowReport
-from productcrawler.ratelimit.redis_budget import RedisBudgetGate
+from productcrawler.ratelimit import budget_plan
+from productcrawler.ratelimit.budget_headers import BudgetHeaders, WindowBudget
+from productcrawler.ratelimit.budget_reader import BudgetReader, LeakyReport, WindowReport
+from productcrawler.ratelimit.redis_budget import KEY_TTL, RedisBudgetGate
 from tests.support.services import REDIS_URL
 
 #: Real time (a window of half a second): `make test` runs these alone (see pyproject.toml).
@@ -137,3 +139,67 @@ def test_an_instance_without_a_leak_keeps_the_one_another_measured(redis_prefix:
     run(redis_prefix, body)
     state = shared(redis_prefix)
     assert state["remaining"] == "12" and float(state["leak"]) == 180.0
+
+
+def absurd(seq: int, max_wait: float) -> WindowReport:
+    """The report of an answer saying nothing is left until a reset 900000000 s away, clamped to ``max_wait``."""
+    budget = BudgetHeaders(("x-ratelimit",), max_wait=max_wait).parse(
+        {"X-RateLimit-Limit": "200", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "900000000"}, time.time())
+    assert isinstance(budget, WindowBudget)
+    report = BudgetReader().read(budget, seq, time.monotonic(), time.time())
+    assert isinstance(report, WindowReport)
+    return report
+
+
+def test_an_absurd_reset_holds_the_other_instances_no_longer_than_the_longest_wait(redis_prefix: str) -> None:
+    async def body(first: RedisBudgetGate, second: RedisBudgetGate) -> float:
+        seq = await first.admit()
+        assert seq is not None
+        await first.report(absurd(seq, max_wait=1.5))
+        started = time.monotonic()
+        await asyncio.wait_for(second.admit(), 10)
+        return time.monotonic() - started
+
+    waited = run(redis_prefix, body)
+    assert isinstance(waited, float) and 1.4 <= waited <= 2.5, waited
+    # That window over, what follows is unknown: no budget is kept (the next requests are probes).
+    assert "kind" not in shared(redis_prefix)
+    assert 0 < redis.Redis.from_url(REDIS_URL).pttl(f"{redis_prefix}:ratelimit:budget") <= KEY_TTL * 1000
+
+
+def test_a_newer_answer_ends_a_wait_another_one_announced(redis_prefix: str) -> None:
+    async def body(first: RedisBudgetGate, second: RedisBudgetGate) -> float:
+        old, new = await first.admit(), await second.admit()
+        assert old is not None and new is not None
+        await first.report(absurd(old, max_wait=30.0))
+        waiting = asyncio.ensure_future(second.admit())
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        await second.report(window(new, 50, 1.0))  # the answer to a later request: 50 left
+        started = time.monotonic()
+        await asyncio.wait_for(waiting, 10)
+        return time.monotonic() - started
+
+    waited = run(redis_prefix, body)
+    assert isinstance(waited, float) and waited <= budget_plan.HOLD + 0.3, waited
+
+
+def test_a_budget_recorded_under_a_longer_bound_holds_an_instance_only_as_long_as_its_own(redis_prefix: str) -> None:
+    # An earlier run (or another instance) with RATE_LIMIT_HEADERS_MAX_WAIT=30 recorded "nothing left for 30 s";
+    # an instance started with a bound of 1 s waits no longer than that after the answer.
+    async def main() -> float:
+        earlier = gate(redis_prefix)
+        bounded = RedisBudgetGate.from_url(REDIS_URL, key_prefix=redis_prefix, cap=CAP, max_wait=1.0)
+        try:
+            seq = await earlier.admit()
+            assert seq is not None
+            await earlier.report(absurd(seq, max_wait=30.0))
+            started = time.monotonic()
+            await asyncio.wait_for(bounded.admit(), 10)
+            return time.monotonic() - started
+        finally:
+            await earlier.close()
+            await bounded.close()
+
+    waited = asyncio.run(main())
+    assert 0.9 <= waited <= 1.6, waited

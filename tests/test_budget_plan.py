@@ -21,13 +21,17 @@ from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
 from productcrawler.monitoring import stat_keys
-from productcrawler.ratelimit.budget_headers import LeakyBudget, WindowBudget
+from productcrawler.ratelimit.budget_headers import BudgetHeaders, LeakyBudget, WindowBudget
 from productcrawler.ratelimit.budget_plan import Plan
 from productcrawler.ratelimit.budget_reader import BudgetReader, LeakyReport, WindowReport
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
 from tests.support.imitations.budgets import LeakyBucket
 
 CAP = 500.0
+
+
+class CaseSensitiveHeaders(dict[str, str]):
+    """What BudgetHeaders reads (``get(name)``), spelt as it asks."""
 
 
 def window(seq: int | None, observed_at: float, remaining: int, reset_at: float, *,
@@ -39,11 +43,12 @@ def send_until(plan: Plan, until: float, start: float = 0.0) -> list[float]:
     """A sender that goes as soon as the plan allows: the times of the requests let through up to ``until``."""
     times, now = [], start
     while len(times) < 10_000:  # a plan that lets through without end fails, not hangs
-        _seq, at = plan.claim(now)
+        seq, at = plan.claim(now)
         assert at >= now  # never earlier than asked
         if at > until:
             return times
-        times.append(at)
+        if seq is not None:  # else: ask again at ``at``
+            times.append(at)
         now = at
     return times
 
@@ -138,6 +143,9 @@ def crawl_leaky(seconds: float, latency: float = 0.002) -> tuple[int, int, Leaky
             if report is not None:
                 plan.accept(report, at)
         seq, at = plan.claim(now)  # waits until ``at`` whatever comes meanwhile, as the gate does
+        if seq is None:  # asks again at ``at``
+            now = at
+            continue
         allowed, level = api.hit(at + latency)
         sent += 1
         rejected += not allowed
@@ -215,3 +223,20 @@ def test_a_429_without_budget_headers_still_halves_the_rate() -> None:
     asyncio.run(main())
     assert mw.rate_factor == pytest.approx(0.5, abs=0.01) and mw.backoffs == 1
     assert mw.crawler.stats.get_value(stat_keys.BUDGET_429) is None
+
+
+@pytest.mark.parametrize("reset", ["900000000", "2796161600", "2796161600000"])  # delta s, epoch s, epoch ms
+def test_an_absurd_reset_holds_requests_no_longer_than_the_longest_wait_then_they_probe(reset: str) -> None:
+    wall = 1_796_161_600.0
+    budget = BudgetHeaders(("x-ratelimit",), max_wait=5.0).parse(
+        CaseSensitiveHeaders({"X-RateLimit-Limit": "200", "X-RateLimit-Remaining": "0",
+                              "X-RateLimit-Reset": reset}), wall)
+    assert isinstance(budget, WindowBudget)
+    plan = Plan()
+    plan.claim(0.0)
+    assert plan.accept(BudgetReader().read(budget, 1, 0.0, wall), 0.0)  # type: ignore[arg-type]
+    times = send_until(plan, 5.1, start=0.1)
+    assert 5.0 <= times[0] <= 5.1  # the clamped reset, not years away
+    # That window's end says nothing of the next one: no budget is known until an answer tells it
+    # (the requests are probes again), rather than a window of 5 s assumed from the clamp.
+    assert plan.report is None

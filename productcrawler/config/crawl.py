@@ -212,6 +212,7 @@ class CrawlConfig:
     max_requests_per_second: float
     rate_limit_burst: float
     rate_limit_headers: tuple[str, ...]
+    rate_limit_headers_max_wait: float
     max_retries: int
     retry_backoff_base: float
     retry_backoff_max: float
@@ -351,6 +352,8 @@ class CrawlConfig:
             max_requests_per_second=rate,
             rate_limit_burst=burst,
             rate_limit_headers=rate_limit_headers(get("RATE_LIMIT_HEADERS")),
+            rate_limit_headers_max_wait=number("RATE_LIMIT_HEADERS_MAX_WAIT", get("RATE_LIMIT_HEADERS_MAX_WAIT"),
+                                               float, above=0),
             max_retries=max_retries(settings),
             retry_backoff_base=backoff_base,
             retry_backoff_max=backoff_max,

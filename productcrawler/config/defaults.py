@@ -62,6 +62,8 @@ DEFAULTS: dict[str, Any] = {
     # The budget the API announces in its answers' headers (ratelimit/budget_headers.py):
     # auto (every format), off, or one format's name.
     "RATE_LIMIT_HEADERS": "auto",
+    # Seconds an announced reset or window may make the crawl wait; beyond, it is clamped.
+    "RATE_LIMIT_HEADERS_MAX_WAIT": 300.0,
     "MAX_RETRIES": 3,
     "RETRY_BACKOFF_BASE": 1.0,
     "RETRY_BACKOFF_MAX": 60.0,

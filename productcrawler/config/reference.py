@@ -132,6 +132,10 @@ REFERENCE: tuple[Setting, ...] = (
             'Redis): `auto` (every format), `off`, or one of `ietf`, `x-ratelimit`, `bigcommerce`, `shopify`; '
             'see [Rate-limit headers](rate-limit-headers.md)',
             default='`auto`'),
+    Setting(('RATE_LIMIT_HEADERS_MAX_WAIT',), 'rate', 'seconds > 0',
+            'the longest an announced reset or window may make the crawl wait: one beyond it is clamped, '
+            'with one warning per header; see [Rate-limit headers](rate-limit-headers.md#bounds)',
+            default='300'),
     Setting(('MAX_RETRIES',), 'retries', 'whole number ≥ 0',
             "retries per id before it is recorded as failed (Scrapy's `RETRY_TIMES` works too: see "
             '[Retries](retries.md#scrapys-retry-settings))',

@@ -33,6 +33,8 @@ RATELIMIT_EXPIRED_SLOTS = f"{PREFIX}/ratelimit/expired_slots"
 #: unreadable ones, the format, the pace it allows (requests/s), what is left and the seconds to its reset.
 BUDGET_ANSWERS = f"{PREFIX}/ratelimit/budget/answers"
 BUDGET_MALFORMED = f"{PREFIX}/ratelimit/budget/malformed"
+#: Answers whose reset or window was beyond RATE_LIMIT_HEADERS_MAX_WAIT, and clamped.
+BUDGET_CLAMPED = f"{PREFIX}/ratelimit/budget/clamped"
 BUDGET_FORMAT = f"{PREFIX}/ratelimit/budget/format"
 BUDGET_PACE = f"{PREFIX}/ratelimit/budget/pace"
 BUDGET_REMAINING = f"{PREFIX}/ratelimit/budget/remaining"

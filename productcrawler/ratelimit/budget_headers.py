@@ -5,9 +5,9 @@ Four formats, by the names ``RATE_LIMIT_HEADERS`` takes:
 ``x-ratelimit``
     express-rate-limit and many Node APIs: ``X-RateLimit-Limit`` (the quota),
     ``X-RateLimit-Remaining``, ``X-RateLimit-Reset``. The reset is Unix epoch
-    seconds on some servers and delta seconds on others under the same name:
-    a value of at least ``EPOCH_THRESHOLD`` (about 2001 as a date, 31 years
-    as a delay) is an epoch.
+    seconds on some servers, epoch milliseconds or delta seconds on others
+    under the same name: they are told apart by magnitude
+    (:func:`~.budget_bounds.reset_seconds`).
 ``ietf``
     draft-ietf-httpapi-ratelimit-headers: ``RateLimit-Policy: "p";q=100;w=60``
     and ``RateLimit: "p";r=50;t=30`` (RFC 8941 structured fields, parsed by
@@ -25,6 +25,9 @@ takes the ceiling), so a reset read from them is an upper bound, coarse by its
 ``resolution``. A format whose headers are present but unreadable (not
 numbers, a negative count, a part missing) is ignored for that answer and
 logged once per format.
+
+No header may make the crawl wait longer than ``RATE_LIMIT_HEADERS_MAX_WAIT``
+(:mod:`.budget_bounds`).
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ from __future__ import annotations
 import logging
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import http_sf
 
 from productcrawler.config.defaults import RATE_LIMIT_HEADER_FORMATS
+from productcrawler.ratelimit.budget_bounds import BudgetBounds, reset_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -46,7 +50,6 @@ logger = logging.getLogger(__name__)
 
 #: Tried in this order by ``auto``: the standard first, the vendor formats after.
 FORMATS = IETF, X_RATELIMIT, BIGCOMMERCE, SHOPIFY = RATE_LIMIT_HEADER_FORMATS
-EPOCH_THRESHOLD = 1_000_000_000.0
 _INTEGER = re.compile(r"[0-9]+")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _SHOPIFY = re.compile(r"([0-9]+)\s*/\s*([0-9]+)")
@@ -67,6 +70,10 @@ class WindowBudget:
     quota: int | None = None
     window: float | None = None
     epoch: bool = False  # the reset came as a Unix time
+    #: The headers the reset and the window were read from, as ``Name: value`` (what a warning quotes).
+    reset_header: str = field(default="", compare=False)
+    window_header: str = field(default="", compare=False)
+    clamped: bool = False  # the reset was beyond RATE_LIMIT_HEADERS_MAX_WAIT: it is that bound
 
 
 @dataclass(frozen=True)
@@ -109,17 +116,20 @@ def _seconds(name: str, text: str | None) -> tuple[float, float]:
     return value, (1.0 if "." not in text else 0.001)
 
 
+def _reset(name: str, text: str | None, wall_now: float) -> tuple[float, float, bool]:
+    return reset_seconds(*_seconds(name, text), wall_now)
+
+
 def _x_ratelimit(headers: Headers, wall_now: float) -> WindowBudget | None:
     remaining = _text(headers, "X-RateLimit-Remaining")
     if remaining is None:
         return None
     limit = _text(headers, "X-RateLimit-Limit")
-    reset, resolution = _seconds("X-RateLimit-Reset", _text(headers, "X-RateLimit-Reset"))
-    epoch = reset >= EPOCH_THRESHOLD
-    if epoch:
-        reset = max(0.0, reset - wall_now)
+    text = _text(headers, "X-RateLimit-Reset")
+    reset, resolution, epoch = _reset("X-RateLimit-Reset", text, wall_now)
     return WindowBudget(X_RATELIMIT, _count("X-RateLimit-Remaining", remaining), reset, resolution,
-                        quota=None if limit is None else _count("X-RateLimit-Limit", limit), epoch=epoch)
+                        quota=None if limit is None else _count("X-RateLimit-Limit", limit), epoch=epoch,
+                        reset_header=f"X-RateLimit-Reset: {text}")
 
 
 def _sf_list(name: str, text: str) -> list[tuple[Any, dict[str, Any]]]:
@@ -145,7 +155,7 @@ def _sf_integer(name: str, params: dict[str, Any], key: str) -> int:
 def _ietf(headers: Headers, wall_now: float) -> WindowBudget | None:
     current = _text(headers, "RateLimit")
     if current is None:
-        return _ietf_split(headers)
+        return _ietf_split(headers, wall_now)
     policies = {}
     policy_text = _text(headers, "RateLimit-Policy")
     if policy_text is not None:
@@ -155,21 +165,25 @@ def _ietf(headers: Headers, wall_now: float) -> WindowBudget | None:
     budgets = []
     for name, params in _sf_list("RateLimit", current):
         remaining = _sf_integer("RateLimit", params, "r")
-        reset = _sf_integer("RateLimit", params, "t")
+        # t is delta seconds by the draft; an epoch sent there is told apart as X-RateLimit-Reset's is.
+        reset, resolution, epoch = reset_seconds(float(_sf_integer("RateLimit", params, "t")), 1.0, wall_now)
         quota, window = policies.get(name, (None, None))
-        budgets.append(WindowBudget(IETF, remaining, float(reset), 1.0, quota=quota,
-                                    window=None if window is None else float(window)))
+        budgets.append(WindowBudget(IETF, remaining, reset, resolution, quota=quota,
+                                    window=None if window is None else float(window), epoch=epoch,
+                                    reset_header=f"RateLimit: {current}",
+                                    window_header=f"RateLimit-Policy: {policy_text}"))
     if not budgets:
         raise Malformed(f"RateLimit: {current!r} names no policy")
     # Several policies (per second, per hour): the one that allows the fewest per second binds.
     return min(budgets, key=lambda budget: budget.remaining / max(budget.reset_after, 1.0))
 
 
-def _ietf_split(headers: Headers) -> WindowBudget | None:
+def _ietf_split(headers: Headers, wall_now: float) -> WindowBudget | None:
     remaining = _text(headers, "RateLimit-Remaining")
     if remaining is None:
         return None
-    reset, resolution = _seconds("RateLimit-Reset", _text(headers, "RateLimit-Reset"))
+    text = _text(headers, "RateLimit-Reset")
+    reset, resolution, epoch = _reset("RateLimit-Reset", text, wall_now)
     quota = window = None
     limit = _text(headers, "RateLimit-Limit")
     if limit is not None:
@@ -181,7 +195,8 @@ def _ietf_split(headers: Headers) -> WindowBudget | None:
         windows = [_sf_optional_integer("RateLimit-Limit", params, "w") for _value, params in members]
         window = next((float(w) for w in windows if w is not None), None)
     return WindowBudget(IETF, _count("RateLimit-Remaining", remaining), reset, resolution,
-                        quota=quota, window=window)
+                        quota=quota, window=window, epoch=epoch, reset_header=f"RateLimit-Reset: {text}",
+                        window_header=f"RateLimit-Limit: {limit}")
 
 
 def _bigcommerce(headers: Headers, wall_now: float) -> WindowBudget | None:
@@ -192,7 +207,9 @@ def _bigcommerce(headers: Headers, wall_now: float) -> WindowBudget | None:
     window = _count("X-Rate-Limit-Time-Window-Ms", _text(headers, "X-Rate-Limit-Time-Window-Ms"))
     reset = _count("X-Rate-Limit-Time-Reset-Ms", _text(headers, "X-Rate-Limit-Time-Reset-Ms"))
     return WindowBudget(BIGCOMMERCE, _count("X-Rate-Limit-Requests-Left", left), reset / 1000.0, 0.001,
-                        quota=quota, window=window / 1000.0 if window > 0 else None)
+                        quota=quota, window=window / 1000.0 if window > 0 else None,
+                        reset_header=f"X-Rate-Limit-Time-Reset-Ms: {reset}",
+                        window_header=f"X-Rate-Limit-Time-Window-Ms: {window}")
 
 
 def _shopify(headers: Headers, wall_now: float) -> LeakyBudget | None:
@@ -211,12 +228,19 @@ _PARSERS: dict[str, Callable[[Headers, float], Budget | None]] = {
 
 
 class BudgetHeaders:
-    """Reads the enabled formats from an answer's headers; logs each format's first malformed answer."""
+    """Reads the enabled formats from an answer's headers, within ``max_wait``; logs each format's first
+    malformed answer and each header's first value beyond ``max_wait``."""
 
-    def __init__(self, formats: Iterable[str]) -> None:
+    def __init__(self, formats: Iterable[str], max_wait: float = math.inf) -> None:
         self.formats: tuple[str, ...] = tuple(name for name in FORMATS if name in set(formats))
+        self.bounds = BudgetBounds(max_wait)
         self.malformed: int = 0
         self._logged: set[str] = set()
+
+    @property
+    def clamped(self) -> int:
+        """Answers with a reset or a window beyond ``max_wait``."""
+        return self.bounds.clamped
 
     def parse(self, headers: Headers, wall_now: float) -> Budget | None:
         """The first enabled format found in ``headers``; None when there is none (or none readable)."""
@@ -231,5 +255,5 @@ class BudgetHeaders:
                                    "of these messages will be shown for this format)", name, error)
                 continue
             if budget is not None:
-                return budget
+                return self.bounds.bounded(budget) if isinstance(budget, WindowBudget) else budget
         return None

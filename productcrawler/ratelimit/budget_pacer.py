@@ -18,21 +18,33 @@ download error; should neither come (a request lost between the two), the
 next probes go after ``PROBE_TIMEOUT``. Once ``PROBES`` answers in a row carried no budget and none
 ever did, the API announces none and requests go unprobed; the first answer
 that carries one turns the gate on again.
+
+Once the crawl stops (:mod:`.stop`), a request still waiting here (for a
+probe, for its time) is given up unsent and its id left for the next run, so
+that a stop never waits for a reset.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 import time
 from typing import TYPE_CHECKING
 
+from scrapy.exceptions import IgnoreRequest
+
+from productcrawler.download import META_ABANDONED
 from productcrawler.monitoring import stat_keys
 from productcrawler.ratelimit.budget_headers import BudgetHeaders
 from productcrawler.ratelimit.budget_plan import LocalBudgetGate
 from productcrawler.ratelimit.budget_reader import BudgetReader
 from productcrawler.ratelimit.redis_budget import RedisBudgetGate
+from productcrawler.ratelimit.stop import Stopping, StopWatch
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.http import Request, Response
     from scrapy.statscollectors import StatsCollector
 
@@ -49,13 +61,16 @@ PROBES = 2
 PROBE_TIMEOUT = 2.0  # seconds a waiting request waits for a probe to end before it becomes one
 STATS_INTERVAL = 0.25  # seconds between updates of the budget stats
 
+logger = logging.getLogger(__name__)
+
 
 class BudgetPacer:
     def __init__(self, stats: StatsCollector, gate: LocalBudgetGate | RedisBudgetGate, formats: tuple[str, ...],
-                 cap: float) -> None:
+                 cap: float, max_wait: float = math.inf) -> None:
         self.stats = stats
         self.gate = gate
-        self.headers = BudgetHeaders(formats)
+        self.stop: StopWatch = gate.stop
+        self.headers = BudgetHeaders(formats, max_wait)
         self.reader = BudgetReader()
         self.cap = cap
         self.format: str | None = None  # the format last seen
@@ -66,21 +81,40 @@ class BudgetPacer:
         self._bare: int = 0  # answers in a row without a budget, before any with one
         self._probe_done = asyncio.Event()
         self._stats_at: float = -1.0
+        self.abandoned: int = 0  # requests given up unsent because the crawl stopped
 
     @classmethod
-    def from_config(cls, stats: StatsCollector, config: CrawlConfig) -> BudgetPacer | None:
+    def from_config(cls, stats: StatsCollector, config: CrawlConfig,
+                    stopping: Callable[[], bool] | None = None) -> BudgetPacer | None:
+        """The pacer of ``config``; its waits end once ``stopping()`` is true (watched from :meth:`start`)."""
         if not config.rate_limit_headers:
             return None
         cap = config.max_requests_per_second
+        stop = StopWatch(stopping)
         gate: LocalBudgetGate | RedisBudgetGate
         if config.redis_url is None:
-            gate = LocalBudgetGate()
+            gate = LocalBudgetGate(stop=stop)
         else:
-            gate = RedisBudgetGate.from_url(config.redis_url, key_prefix=config.redis_key_prefix, cap=cap)
-        return cls(stats, gate, config.rate_limit_headers, cap)
+            gate = RedisBudgetGate.from_url(config.redis_url, key_prefix=config.redis_key_prefix, cap=cap,
+                                            stop=stop, max_wait=config.rate_limit_headers_max_wait)
+        return cls(stats, gate, config.rate_limit_headers, cap, config.rate_limit_headers_max_wait)
+
+    def start(self) -> None:
+        """The crawl runs: from now on, its stop ends the waits."""
+        self.stop.start()
 
     async def admit(self, request: Request) -> None:
-        """Wait until the budget lets ``request`` go."""
+        """Wait until the budget lets ``request`` go; IgnoreRequest (its id left pending) if the crawl stops."""
+        try:
+            await self._admit(request)
+        except Stopping:
+            self.abandoned += 1
+            request.meta[META_ABANDONED] = True
+            raise IgnoreRequest("not sent: the crawl stopped while the request waited for the API's "
+                                "announced budget") from None
+
+    async def _admit(self, request: Request) -> None:
+        self.stop.check()
         if self._unannounced(request):
             return
         while not self.gate.known():
@@ -90,9 +124,7 @@ class BudgetPacer:
                 request.meta[META_PROBE] = True
                 break
             self._probe_done.clear()
-            try:
-                await asyncio.wait_for(self._probe_done.wait(), PROBE_TIMEOUT)
-            except TimeoutError:
+            if not await self.stop.wait_for(self._probe_done, PROBE_TIMEOUT):
                 self.probing = 0  # those probes are lost: their end no longer counts
             if self._unannounced(request):  # the answers to the probes said so meanwhile
                 return
@@ -116,6 +148,8 @@ class BudgetPacer:
         budget = self.headers.parse(response.headers, time.time())
         if self.headers.malformed:
             self.stats.set_value(stat_keys.BUDGET_MALFORMED, self.headers.malformed)
+        if self.headers.clamped:
+            self.stats.set_value(stat_keys.BUDGET_CLAMPED, self.headers.clamped)
         if budget is None:
             if self.announced is None:
                 self._bare += 1
@@ -150,6 +184,10 @@ class BudgetPacer:
             self.stats.set_value(stat_keys.BUDGET_RESET_SECONDS, round(budget.reset_in, 3))
 
     async def close(self) -> None:
+        await self.stop.close()
+        if self.abandoned:
+            logger.info("%d requests waiting for the API's announced budget were not sent when the crawl "
+                        "stopped; the next run fetches their ids", self.abandoned)
         if self.probes:
             self.stats.set_value(stat_keys.BUDGET_PROBES, self.probes)
         self.record(self.budget())

@@ -17,6 +17,12 @@ report (by ``seq``: the answer to the latest request let through) decides:
   is measured, one request goes every ``PROBE_INTERVAL`` while the bucket has
   room, so that answers keep coming and measure it.
 
+A request whose time is more than ``HOLD`` seconds away is not let through:
+it is told when to ask again (``HOLD`` later at most), so that a newer answer
+(from a request already in flight, or another instance) applies to it, and a
+wait for a reset (up to ``RATE_LIMIT_HEADERS_MAX_WAIT``) holds no number and
+no place in the sequence of requests let through.
+
 A report older than its window (for a leaky bucket, the time it takes to
 drain, at least a second) is ignored. :mod:`.redis_budget` runs the same
 arithmetic in Redis (``lua/budget_claim.lua``) for instances that share a budget.
@@ -31,6 +37,7 @@ import time
 from typing import TYPE_CHECKING, NamedTuple
 
 from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report, WindowReport
+from productcrawler.ratelimit.stop import StopWatch
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,6 +47,7 @@ LEVEL_MARGIN = 0.05  # of a leaky bucket's size, at least 1 (and SKEW, up to a q
 LEAK_SAFETY = 0.97  # of the measured leak rate
 PROBE_INTERVAL = 0.1  # seconds between requests while a leak rate is unknown
 RESET_MARGIN = 0.005  # seconds after a reset before the new window's first request
+HOLD = 1.0  # seconds: a request whose time is further away asks again, at most this much later
 #: Requests of one process let through and not yet gone: enough that a late wake-up or a
 #: Redis round trip does not hold the next one up, few enough that a new report soon applies.
 AHEAD = 4
@@ -90,14 +98,19 @@ class Plan:
         self.report = report
         return True
 
-    def claim(self, now: float) -> tuple[int, float]:
-        """Number the next request and say when it may go."""
+    def claim(self, now: float) -> tuple[int | None, float]:
+        """Number the next request and say when it may go; None and when to ask again if not within ``HOLD``."""
+        report = self.report
         self.seq += 1
         at = now
-        if isinstance(self.report, WindowReport):
-            at = self._window_slot(self.report, now)
-        elif isinstance(self.report, LeakyReport):
-            at = self._leaky_slot(self.report, now)
+        if isinstance(report, WindowReport):
+            at = self._window_slot(report, now)
+        elif isinstance(report, LeakyReport):
+            at = self._leaky_slot(report, now)
+        if at - now > HOLD:
+            self.seq -= 1
+            self.report = report  # a window opened by this claim opens for the one that goes
+            return None, now + HOLD
         self.last_at = at
         return self.seq, at
 
@@ -153,11 +166,15 @@ class Plan:
 
 
 class LocalBudgetGate:
-    """The plan of one process; at most ``AHEAD`` requests let through wait for their time at once."""
+    """The plan of one process; at most ``AHEAD`` requests let through wait for their time at once.
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    A wait ends early, with :class:`~.stop.Stopping`, once ``stop`` says the crawl stops.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, stop: StopWatch | None = None) -> None:
         self.plan = Plan()
         self.clock = clock
+        self.stop = stop if stop is not None else StopWatch()
         self._ahead = asyncio.Semaphore(AHEAD)
 
     def __str__(self) -> str:
@@ -166,13 +183,16 @@ class LocalBudgetGate:
     async def admit(self) -> int:
         """Wait until the budget lets one more request go; its number."""
         if self.plan.report is None and not self._ahead.locked():
-            return self.plan.claim(self.clock())[0]
+            seq, _at = self.plan.claim(self.clock())
+            assert seq is not None  # no budget known: at once
+            return seq
         async with self._ahead:
-            seq, at = self.plan.claim(self.clock())
-            delay = at - self.clock()
-            if delay > 0:
-                await asyncio.sleep(delay)
-        return seq
+            while True:
+                self.stop.check()  # waiters behind a stopped one leave at once
+                seq, at = self.plan.claim(self.clock())
+                await self.stop.sleep(at - self.clock())
+                if seq is not None:
+                    return seq
 
     def known(self) -> bool:
         """Whether a budget is known (an answer announced one)."""

@@ -22,6 +22,10 @@ when it handled that request. A report adds what one answer cannot say:
   an underestimate over a short baseline and tends to the true one over a
   long one. A bucket that ran empty meanwhile also makes it an underestimate.
 
+A reset clamped to ``RATE_LIMIT_HEADERS_MAX_WAIT`` (:mod:`.budget_headers`)
+gives no window length: at that reset, the gate knows no budget until an
+answer tells it (its requests are probes again).
+
 Times are this process's ``time.monotonic()``.
 """
 
@@ -49,6 +53,7 @@ class WindowReport:
     reset_from: float | None  # the earliest
     quota: int | None
     window: float | None  # seconds, announced or measured; None: unknown
+    clamped: bool = False  # the reset is RATE_LIMIT_HEADERS_MAX_WAIT after the answer, as far as is known
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,8 @@ class BudgetReader:
         low = high - budget.resolution - SLACK
         epoch = wall_now + budget.reset_after if budget.epoch else None
         newer = self._newer(seq)
+        if budget.clamped:
+            return self._clamped(budget, seq, at, low, high) if newer else None
         if self._bounds is not None and max(low, self._bounds[0]) <= min(high, self._bounds[1]) and not (
                 newer and self._latest is not None and budget.remaining > self._latest[1]):
             self._bounds = (max(low, self._bounds[0]), min(high, self._bounds[1]))
@@ -102,6 +109,19 @@ class BudgetReader:
         window = budget.window or self._window
         return WindowReport(seq, at, budget.remaining, self._bounds[1], self._bounds[0], budget.quota,
                             window if window is not None else (self._longest_reset or None))
+
+    def _clamped(self, budget: WindowBudget, seq: int | None, at: float, low: float,
+                 high: float) -> WindowReport:
+        """A reset clamped to RATE_LIMIT_HEADERS_MAX_WAIT: within that of this answer, no closer.
+
+        Not narrowed by earlier answers: a count lower than theirs does not tell the same window
+        when the resets cannot, and an earlier bound may be a window already over. When this
+        window ends, what follows is unknown (no window length).
+        """
+        self._bounds = (low, high)
+        self._latest = (seq, budget.remaining, at)
+        self._epoch_reset = None
+        return WindowReport(seq, at, budget.remaining, high, low, budget.quota, None, clamped=True)
 
     def _new_window(self, low: float, high: float, budget: WindowBudget, at: float,
                     epoch: float | None) -> tuple[float, float]:

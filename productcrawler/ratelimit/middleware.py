@@ -170,7 +170,10 @@ class RateLimitMiddleware:
             limiter = RedisTokenBucket.from_url(config.redis_url, key_prefix=config.redis_key_prefix,
                                                 rate=rate, burst=burst)
             logger.debug("Rate limit shared through %s", mask_url(config.redis_url))
-        middleware = cls(crawler, limiter, BudgetPacer.from_config(crawler.stats, config))
+        def stopping() -> bool:  # an operator's stop (SIGINT, SIGTERM), or the guard's
+            return not crawler.crawling or (context.guard is not None and context.guard.tripped is not None)
+
+        middleware = cls(crawler, limiter, BudgetPacer.from_config(crawler.stats, config, stopping))
         # The download handler waits on it for every request.
         context.rate_limit = middleware
         return middleware
@@ -193,6 +196,8 @@ class RateLimitMiddleware:
         return (self.sent - 1) / span if span > 0 else None
 
     def spider_opened(self) -> None:
+        if self.budget is not None and self.crawler.crawling:  # not `scrapy shell`, which never "crawls"
+            self.budget.start()
         logger.info("Rate limit: %g requests/second, burst %g, %s",
                     self.limiter.rate, self.limiter.burst, self.limiter)
 

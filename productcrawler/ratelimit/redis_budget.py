@@ -29,6 +29,7 @@ from redis.exceptions import RedisError
 from productcrawler.ratelimit import budget_plan
 from productcrawler.ratelimit.budget_plan import AHEAD, Budget
 from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report
+from productcrawler.ratelimit.stop import StopWatch
 from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, AsyncClient, async_redis_client
 from productcrawler.redis_lua import lua_script
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 KEY_TTL = 120.0  # seconds the shared budget outlives its last use
+MAX_WAIT = 1e12  # seconds: "no bound" as a number Lua reads
 
 
 CLAIM_SCRIPT = lua_script("productcrawler.ratelimit", "budget_claim.lua")
@@ -51,8 +53,11 @@ class RedisBudgetGate:
     """The shared plan; same interface as :class:`~.budget_plan.LocalBudgetGate`."""
 
     def __init__(self, client: AsyncClient, *, key_prefix: str, cap: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, stop: StopWatch | None = None,
+                 max_wait: float = MAX_WAIT) -> None:
         self.client: AsyncClient = client
+        self.max_wait: float = min(max_wait, MAX_WAIT)
+        self.stop: StopWatch = stop if stop is not None else StopWatch()
         self.key: str = f"{key_prefix}:ratelimit:budget"
         self.cap: float = cap
         self.clock: Callable[[], float] = clock
@@ -77,24 +82,27 @@ class RedisBudgetGate:
 
     async def admit(self) -> int | None:
         """Wait until the shared budget lets one more request go; its number (None: Redis failed)."""
+        args = [repr(KEY_TTL), repr(budget_plan.QUOTA_MARGIN), repr(budget_plan.LEVEL_MARGIN),
+                repr(budget_plan.LEAK_SAFETY), repr(budget_plan.PROBE_INTERVAL),
+                repr(budget_plan.RESET_MARGIN), repr(self.cap), repr(SKEW), repr(budget_plan.HOLD),
+                repr(self.max_wait)]
         async with self._ahead:
-            args = [repr(KEY_TTL), repr(budget_plan.QUOTA_MARGIN), repr(budget_plan.LEVEL_MARGIN),
-                    repr(budget_plan.LEAK_SAFETY), repr(budget_plan.PROBE_INTERVAL),
-                    repr(budget_plan.RESET_MARGIN), repr(self.cap), repr(SKEW)]
-            try:
-                self.redis_calls += 1
-                reply = await self._claim(keys=[self.key], args=args)
-            except RedisError as exc:
-                self._log_error("let a request through", exc)
-                return None
-            received = self.clock()
-            server_now, at, seq, pace, left, reset_in = (float(value) for value in reply)
-            self._budget = (None if pace < 0 else
-                            Budget(pace, left, None if reset_in < 0 else reset_in))
-            delay = at - server_now
-            if delay > 0:
-                await asyncio.sleep(max(0.0, received + delay - self.clock()))
-        return int(seq)
+            while True:
+                self.stop.check()  # waiters behind a stopped one leave at once
+                try:
+                    self.redis_calls += 1
+                    reply = await self._claim(keys=[self.key], args=args)
+                except RedisError as exc:
+                    self._log_error("let a request through", exc)
+                    return None
+                received = self.clock()
+                server_now, at, seq, pace, left, reset_in = (float(value) for value in reply)
+                self._budget = (None if pace < 0 else
+                                Budget(pace, left, None if reset_in < 0 else reset_in))
+                # Not let through (seq -1): ask again then.
+                await self.stop.sleep(received + at - server_now - self.clock())
+                if seq >= 0:
+                    return int(seq)
 
     async def report(self, report: Report) -> None:
         age = max(0.0, self.clock() - report.observed_at)
@@ -107,7 +115,7 @@ class RedisBudgetGate:
                       -1 if report.quota is None else report.quota,
                       -1 if report.window is None else repr(report.window),
                       repr((report.reset_from if report.reset_from is not None else report.reset_at)
-                           - report.observed_at)]
+                           - report.observed_at), int(report.clamped)]
         try:
             self.redis_calls += 1
             await self._report(keys=[self.key], args=[repr(KEY_TTL), *values])

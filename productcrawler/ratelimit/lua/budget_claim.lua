@@ -1,27 +1,34 @@
 -- Let one request through the shared budget: number it and say when it may go.
 -- The arithmetic of productcrawler/ratelimit/budget_plan.py (Plan.claim), in the server's clock.
 -- KEYS[1] the budget hash. ARGV: ttl (seconds), QUOTA_MARGIN, LEVEL_MARGIN, LEAK_SAFETY,
--- PROBE_INTERVAL, RESET_MARGIN, cap (requests per second, for the pace shown), SKEW (budget_plan.level_margin).
--- Returns now, at, seq, pace, left, reset_in as strings (-1: unknown).
+-- PROBE_INTERVAL, RESET_MARGIN, cap (requests per second, for the pace shown), SKEW (budget_plan.level_margin),
+-- HOLD (seconds: a request whose time is further away is not let through, and asks again),
+-- RATE_LIMIT_HEADERS_MAX_WAIT (seconds: a budget recorded under a longer bound, by another instance or an
+-- earlier run, holds this one no longer after its answer than this).
+-- Returns now, at, seq, pace, left, reset_in as strings (-1: unknown; seq -1: not let through, ask again at `at`).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local key = KEYS[1]
 local ttl, quota_margin, level_margin = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local leak_safety, probe, reset_margin, cap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]),
   tonumber(ARGV[7])
-local skew = tonumber(ARGV[8])
+local skew, hold, max_wait = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local function fmt(x) return string.format('%.6f', x) end
-local seq = redis.call('HINCRBY', key, 'seq', 1)
+local seq = (tonumber(redis.call('HGET', key, 'seq')) or 0) + 1
 local s = redis.call('HMGET', key, 'kind', 'rseq', 'observed_at', 'remaining', 'reset_at', 'quota', 'window',
   'size', 'leak', 'last_at')
 local kind, rseq, observed = s[1], tonumber(s[2]), tonumber(s[3])
 local last_at = tonumber(s[10]) or -1e18
 local at, pace, left, reset_in = now, -1, -1, -1
 local start = math.max(now, last_at)
+local opened = nil  -- the writes of a window this claim opens, made only if the request goes
 
 if kind == 'w' then
   local remaining, reset_at = tonumber(s[4]), tonumber(s[5])
   local quota, window = tonumber(s[6]), tonumber(s[7])
+  if reset_at > observed + max_wait then
+    reset_at, window = observed + max_wait, -1  -- clamped here too: what follows that reset is unknown
+  end
   local function margin(r) return math.max(1, quota_margin * ((quota >= 0) and quota or r)) end
   local usable = remaining - (seq - 1 - rseq) - margin(remaining)
   if usable >= 1 and start < reset_at + reset_margin then
@@ -30,15 +37,15 @@ if kind == 'w' then
   else
     at = math.max(start, reset_at + reset_margin)
     if quota < 0 or window < 0 then
-      redis.call('HDEL', key, 'kind')
+      opened = {}
       kind = nil
     else
       local r = reset_at + window
       while r + reset_margin <= at do r = r + window end
       local width = reset_at - (tonumber(redis.call('HGET', key, 'reset_lo')) or reset_at)
       rseq, remaining, reset_at = seq - 1, quota, r
-      redis.call('HSET', key, 'rseq', rseq, 'remaining', remaining, 'reset_at', fmt(r), 'reset_lo', fmt(r - width),
-        'observed_at', fmt(at))
+      opened = {'rseq', rseq, 'remaining', remaining, 'reset_at', fmt(r), 'reset_lo', fmt(r - width),
+        'observed_at', fmt(at)}
     end
   end
   if kind then
@@ -62,7 +69,16 @@ elseif kind == 'l' then
   pace = (leak > 0) and math.min(cap, leak * leak_safety) or 1 / probe
 end
 
-redis.call('HSET', key, 'last_at', fmt(at))
+if at - now > hold then
+  -- Not let through: no number, no write; a newer answer may say otherwise by the time it asks again.
+  if kind == nil and opened then pace, left, reset_in = 0, 0, math.max(0, at - now) end
+  return {fmt(now), fmt(now + hold), '-1', string.format('%.3f', pace), string.format('%.3f', left),
+          string.format('%.6f', reset_in)}
+end
+redis.call('HSET', key, 'seq', seq, 'last_at', fmt(at))
+if opened then
+  if #opened == 0 then redis.call('HDEL', key, 'kind') else redis.call('HSET', key, unpack(opened)) end
+end
 redis.call('PEXPIRE', key, math.ceil(ttl * 1000))
 return {fmt(now), fmt(at), tostring(seq), string.format('%.3f', pace), string.format('%.3f', left),
         string.format('%.6f', reset_in)}

@@ -2,7 +2,8 @@
 -- KEYS[1] the budget hash. ARGV: ttl, kind ('w' fixed window, 'l' leaky bucket), seq of the answered
 -- request (-1: let through before this instance knew of a budget), age (seconds since the answer came),
 -- then for 'w': remaining, reset_after (seconds from the answer: the latest the reset can be), quota,
--- window (-1: unknown), reset_before (the earliest it can be); the bounds of the answers of one
+-- window (-1: unknown), reset_before (the earliest it can be), clamped (1: the reset was clamped to
+-- RATE_LIMIT_HEADERS_MAX_WAIT, and is not narrowed by other answers); the bounds of the answers of one
 -- window, whichever instance had them, are intersected;
 -- for 'l': level, size, leak (requests per second, -1: unknown).
 -- Returns 1 if recorded, 0 if not.
@@ -29,7 +30,7 @@ if kind == 'w' then
   local low, high = observed + tonumber(ARGV[9]), observed + tonumber(ARGV[6])
   local s_low, s_high = tonumber(s[4]), tonumber(s[5])
   -- More left than before: a new window, whose reset the old bounds do not bound.
-  local same = s[1] == 'w' and s_low and tonumber(ARGV[5]) <= tonumber(s[6])
+  local same = s[1] == 'w' and s_low and tonumber(ARGV[5]) <= tonumber(s[6]) and ARGV[10] ~= '1'
   if same and math.max(low, s_low) <= math.min(high, s_high) then
     low, high = math.max(low, s_low), math.min(high, s_high)
   end

@@ -21,6 +21,13 @@ prints ``BUDGETS LISTENING name=http://HOST:PORT ...``):
     a leaky bucket of 40 leaking 200 per second; ``X-Shopify-Shop-Api-Call-Limit:
     used/40``; a request that finds it full gets 429 with ``Retry-After: 2.0``.
 
+Besides, x-ratelimit's budget (200 per 1-s window) with other resets, by the
+same name (``ODD_RESETS``): in epoch milliseconds, as many APIs send it
+(``x-ratelimit-ms``); and absurd ones, a reset 10⁹ s away as delta seconds,
+epoch seconds or epoch milliseconds with the true remaining count; and what
+one broken answer said, ``X-RateLimit-Remaining: 0`` with
+``X-RateLimit-Reset: 900000000``, in every answer (``stalling``).
+
 ``GET /v1/product/{id}`` answers a product, or 404 for multiples of 7, with
 the budget headers either way. Control routes (not counted): ``GET /_arrivals``
 gives ``[[time, status, id], ...]`` (Unix seconds when the request came),
@@ -48,12 +55,20 @@ BUDGETS = {  # name: (quota, window seconds) or, for shopify, (bucket size, leak
     "bigcommerce": (100, 0.5),
     "shopify": (40, 200.0),
 }
+#: x-ratelimit imitations with another X-RateLimit-Reset: name -> its value from the window's reset (Unix s).
+ODD_RESETS: dict[str, Any] = {
+    "x-ratelimit-ms": lambda reset_at: str(math.ceil(reset_at * 1000)),
+    "absurd-delta": lambda reset_at: "900000000",
+    "absurd-epoch-s": lambda reset_at: str(math.ceil(reset_at) + 10**9),
+    "absurd-epoch-ms": lambda reset_at: str((math.ceil(reset_at) + 10**9) * 1000),
+    "stalling": lambda reset_at: "900000000",
+}
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def rate_of(name: str) -> float:
     """The budget in requests per second."""
-    quota, window = BUDGETS[name]
+    quota, window = BUDGETS[_format(name)]
     return window if name == "shopify" else quota / window
 
 
@@ -95,15 +110,23 @@ class LeakyBucket:
         return True, math.ceil(self.level)
 
 
+def _format(name: str) -> str:
+    return "x-ratelimit" if name in ODD_RESETS else name
+
+
 def budget_headers(name: str, limiter: Any, now: float) -> tuple[bool, dict[str, str]]:
-    quota, window = BUDGETS[name]
+    quota, window = BUDGETS[_format(name)]
     if name == "shopify":
         allowed, level = limiter.hit(now)
         headers = {"X-Shopify-Shop-Api-Call-Limit": f"{level}/{quota}"}
         return allowed, headers if allowed else {**headers, "Retry-After": "2.0"}
     allowed, remaining, reset_at = limiter.hit(now)
     left = max(0.0, reset_at - now)
-    if name == "x-ratelimit":
+    if name in ODD_RESETS:
+        headers = {"X-RateLimit-Limit": str(quota),
+                   "X-RateLimit-Remaining": "0" if name == "stalling" else str(remaining),
+                   "X-RateLimit-Reset": ODD_RESETS[name](reset_at)}
+    elif name == "x-ratelimit":
         headers = {"X-RateLimit-Limit": str(quota), "X-RateLimit-Remaining": str(remaining),
                    "X-RateLimit-Reset": str(math.ceil(reset_at))}
     elif name == "ietf":
@@ -119,7 +142,7 @@ def budget_headers(name: str, limiter: Any, now: float) -> tuple[bool, dict[str,
 
 
 def build_app(name: str) -> web.Application:
-    quota, window = BUDGETS[name]
+    quota, window = BUDGETS[_format(name)]
     limiter: Any = LeakyBucket(quota, window) if name == "shopify" else FixedWindow(quota, window)
     arrivals: list[list[float]] = []
 
@@ -155,7 +178,7 @@ def build_app(name: str) -> web.Application:
 
 async def serve() -> None:
     urls = []
-    for name in BUDGETS:
+    for name in [*BUDGETS, *ODD_RESETS]:
         runner = web.AppRunner(build_app(name), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)

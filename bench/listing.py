@@ -1,6 +1,6 @@
 """A catalogue refreshed per id, by listing and incrementally, against each vendor's imitation at its budget.
 
-Usage (from the repository root; about 15 minutes with the defaults, most of it waiting on the budgets)::
+Usage (from the repository root; about 20 minutes with the defaults, most of it waiting on the budgets)::
 
     .venv/bin/python bench/listing.py                          # 50,000 products per API
     .venv/bin/python bench/listing.py --quick                  # 5,000: a smoke run

@@ -246,7 +246,8 @@ def _count(values: Any) -> dict[str, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=50_000, help="products per catalogue (default 50,000)")
-    parser.add_argument("--quick", action="store_true", help="5,000 products per catalogue: a smoke run")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 5,000 products per catalogue, 1,000 for the GraphQL listing")
     parser.add_argument("--apis", default=",".join(VENDORS), help=f"a subset of {','.join(VENDORS)}")
     parser.add_argument("--sample", type=int, default=5_000, help="ids of the measured per-id crawl (default 5,000)")
     parser.add_argument("--graphql-size", type=int, default=5_000,
@@ -255,7 +256,7 @@ def main() -> int:
     args = parser.parse_args()
     size = 5_000 if args.quick else args.size
     sample = min(args.sample, size)
-    graphql_size = min(args.graphql_size, size)
+    graphql_size = min(args.graphql_size, size, 1_000 if args.quick else size)
     chosen = [name.strip() for name in args.apis.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in VENDORS]
     if unknown:

@@ -207,10 +207,12 @@ def test_two_instances_share_one_listing_through_redis(apis, name, redis_prefix,
     apis.rebuild(name, 2000)
     apis.reset()
     try:
+        # 40 pages at 4 a second, shared through Redis: long enough that both instances take part.
         settings = listing_settings(apis, name, tmp_path / "unused.db", REDIS_URL=REDIS_URL,
                                     REDIS_KEY_PREFIX=redis_prefix, DATABASE_URL=mysql_url,
-                                    MAX_REQUESTS_PER_SECOND=10)
-        settings["PRODUCT_LIST_URL"] = settings["PRODUCT_LIST_URL"].replace("limit=250", "limit=50")
+                                    MAX_REQUESTS_PER_SECOND=4)
+        settings["PRODUCT_LIST_URL"] = (settings["PRODUCT_LIST_URL"].replace("limit=250", "limit=50")
+                                        .replace("per_page=100", "per_page=50"))
         first, second = start_crawl(settings=settings), start_crawl(settings=settings)
         (code_1, out_1), (code_2, out_2) = finish(first), finish(second)
         assert code_1 == code_2 == 0, (out_1[-2000:], out_2[-2000:])

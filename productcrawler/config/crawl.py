@@ -435,8 +435,8 @@ def _id_list(get: Callable[[str], Any], ids: Any, *, given_range: bool,
     if raw.lower() == FAILED_IDS:
         return None, True
     if not raw.startswith("@") or not raw[1:].strip():
-        raise ConfigError(f"{name}={raw!r}: expected @path (a file, one id a line), failed, or list "
-                          "(the ids of PRODUCT_LIST_URL's listing)")
+        raise ConfigError(f"{name}={raw!r}: expected @path (a file, one id a line), list (the ids of "
+                          "PRODUCT_LIST_URL's listing) or failed")
     path = raw[1:].strip()
     try:
         return scanned(path, id_type), False

@@ -71,6 +71,11 @@ logger = logging.getLogger(__name__)
 
 #: Ids leased per call: small enough that a crash re-fetches little.
 LEASE_BATCH = 32
+#: Listing pages leased per call, and held at most (leased or in flight) by one instance: a page
+#: is 100-250 products, and more would let one instance take a whole numbered listing into its
+#: downloader's queue (where requests wait for the rate limit) before another joins in.
+PAGE_LEASE_BATCH = 2
+PAGES_HELD = 4
 #: Lease more once the local buffer is down to this many ids, so that the
 #: engine never waits for the pass while it has ids left.
 REFILL_BELOW = LEASE_BATCH
@@ -96,6 +101,8 @@ class PassScheduler(BaseScheduler):
         self._listed_held: dict[Request, IDelayedCall] = {}  # PRODUCT_IDS=list: listed products' delayed retries
         #: A listing pass: positions are pages (acknowledged by their marks), never product ids.
         self._by_page = isinstance(crawl_pass.ids, ListingPages)
+        #: Lease this many at a time, and more once the buffer is below it.
+        self._refill_below = PAGE_LEASE_BATCH if self._by_page else REFILL_BELOW
         self._unpushed: list[tuple[Entry, float]] = []
         self._starved = False  # the engine asked and got nothing
         self._last_beat = (time.time(), 0)
@@ -158,6 +165,8 @@ class PassScheduler(BaseScheduler):
             self._calls.start("push", self._push_held)
 
     def _lease_soon(self) -> None:
+        if self._by_page and len(self._leased) + len(self._in_flight) >= PAGES_HELD:
+            return  # a page's commit asks again
         if not self.finished and not self.lost:
             self._calls.start("lease", self._lease_more)
 
@@ -219,7 +228,7 @@ class PassScheduler(BaseScheduler):
         if self._ready:
             return self._ready.popleft()
         request = self._from_lease()
-        if len(self._leased) < REFILL_BELOW:
+        if len(self._leased) < self._refill_below:
             self._lease_soon()
         if request is None:
             self._starved = True
@@ -249,7 +258,7 @@ class PassScheduler(BaseScheduler):
         return len(self._leased) + len(self._ready) + len(self._unpushed) + len(self._listed_held)
 
     async def _lease_more(self) -> None:
-        lease = await self.crawl_pass.lease(LEASE_BATCH)
+        lease = await self.crawl_pass.lease(self._refill_below)
         ids = self.crawl_pass.ids.ids_at([entry.position for entry in lease.entries])
         self._leased.extend(zip(lease.entries, ids, strict=True))
         if not lease.entries:
@@ -286,7 +295,7 @@ class PassScheduler(BaseScheduler):
             # whose reply was lost (connection cut after the script ran): give
             # it back, or the pass would wait for it forever.
             self._calls.start("lease", self._give_back_then_lease)
-        elif len(self._leased) < REFILL_BELOW:
+        elif len(self._leased) < self._refill_below:
             self._lease_soon()
 
     def _holds_nothing(self) -> bool:
@@ -334,6 +343,7 @@ class PassScheduler(BaseScheduler):
                 if self._settled(page.page) is not None:
                     self._unacked.append(page.page)
                     self._revealed.update(page.revealed)
+            self._lease_soon()
         else:
             for items in (products, failures):
                 for item in items:

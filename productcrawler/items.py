@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 
 @dataclass
@@ -20,6 +21,8 @@ class ProductItem:
     rating: Decimal | None
     sales_count: int | None
     update_time: datetime  # when it was fetched, UTC, naive (DATETIME has no zone)
+    #: The PRODUCT_COLUMNS values, by column name (answer/declared.py).
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 MISSING = "missing"  # the API answered 404

@@ -16,6 +16,7 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.settings import BaseSettings as _BaseSettings
 from w3lib.url import safe_url_string
 
+from productcrawler.answer.declared import DeclaredColumn, parse_columns
 from productcrawler.answer.payload import PayloadShape
 from productcrawler.config.addon import ENVIRONMENT_PRIORITY
 from productcrawler.config.auth import ApiAuth, api_auth
@@ -59,23 +60,35 @@ MAX_HEARTBEAT_TTL = 24 * 3600
 TRACKABLE_COLUMNS = ("name", "price", "stock", "category", "brand", "rating", "sales_count")
 
 
-def track_changes(raw: Any) -> tuple[str, ...]:
-    """TRACK_CHANGES: comma-separated column names, ``all`` or ``none``; in the table's order."""
+def product_columns(raw: Any) -> tuple[DeclaredColumn, ...]:
+    """PRODUCT_COLUMNS: ``name:type=path,...`` (answer/declared.py)."""
+    try:
+        return parse_columns(raw)
+    except ValueError as error:
+        raise ConfigError(f"PRODUCT_COLUMNS={raw!r}: {error}") from None
+
+
+def track_changes(raw: Any, declared: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """TRACK_CHANGES: comma-separated column names, ``all`` or ``none``; in the table's order.
+
+    ``declared``: the PRODUCT_COLUMNS names, which it may name too (``all`` includes them).
+    """
+    trackable = (*TRACKABLE_COLUMNS, *declared)
     value = text(raw if isinstance(raw, str) else ",".join(raw) if raw is not None else None)
     if value is None:
         raise ConfigError("TRACK_CHANGES is empty; expected column names (e.g. price,stock), all or none")
     names = [name.strip().lower() for name in value.split(",") if name.strip()]
     if names == ["all"]:
-        return TRACKABLE_COLUMNS
+        return trackable
     if names == ["none"]:
         return ()
     if not names:
         raise ConfigError(f"TRACK_CHANGES={value!r} names no column; expected column names, all or none")
-    unknown = [name for name in names if name not in TRACKABLE_COLUMNS]
+    unknown = [name for name in names if name not in trackable]
     if unknown:
         raise ConfigError(f"TRACK_CHANGES={value!r}: unknown column {', '.join(map(repr, unknown))}; expected "
-                          f"some of {', '.join(TRACKABLE_COLUMNS)}, or all, or none")
-    return tuple(column for column in TRACKABLE_COLUMNS if column in names)
+                          f"some of {', '.join(trackable)}, or all, or none")
+    return tuple(column for column in trackable if column in names)
 
 
 def common_prefix(list_url: str, product_prefix: str | None) -> str:
@@ -202,6 +215,8 @@ class CrawlConfig:
     metrics_address: str
     metrics_linger: float
     product_fields: PayloadShape
+    #: PRODUCT_COLUMNS: the user's own columns of products.
+    product_columns: tuple[DeclaredColumn, ...]
     guard_auth_failures: int
     guard_not_products: int
     guard_404_streak: int
@@ -287,6 +302,7 @@ class CrawlConfig:
         api_base_url = http_url("API_BASE_URL", get("API_BASE_URL"))
         product_urls = ProductUrl.parse(get("PRODUCT_URL"), api_base_url)
         given = text(get("PRODUCT_URL")) is not None
+        declared = product_columns(get("PRODUCT_COLUMNS"))
         list_url = None if text(get("PRODUCT_LIST_URL")) is None else http_url("PRODUCT_LIST_URL",
                                                                                get("PRODUCT_LIST_URL"))
         # As Scrapy writes request URLs (host lowercased, path percent-encoded), so that it
@@ -324,6 +340,7 @@ class CrawlConfig:
             metrics_address=metrics_address,
             metrics_linger=number("METRICS_LINGER", get("METRICS_LINGER"), float, minimum=0),
             product_fields=product_fields(get("PRODUCT_FIELDS")),
+            product_columns=declared,
             guard_auth_failures=number("GUARD_AUTH_FAILURES", get("GUARD_AUTH_FAILURES"), int, minimum=0),
             guard_not_products=number("GUARD_NOT_PRODUCTS", get("GUARD_NOT_PRODUCTS"), int, minimum=0),
             guard_404_streak=number("GUARD_404_STREAK", get("GUARD_404_STREAK"), int, minimum=0),
@@ -336,7 +353,7 @@ class CrawlConfig:
             api_auth=api_auth(get("API_AUTH"), get("API_KEY"), get("API_HEADERS"), api_prefix),
             guard_field_drift=field_drift(get("GUARD_FIELD_DRIFT"), FIELD_DRIFT_MIN_SAMPLE),
             pushgateway_url=pushgateway_url(get("PUSHGATEWAY_URL")),
-            track_changes=track_changes(get("TRACK_CHANGES")),
+            track_changes=track_changes(get("TRACK_CHANGES"), tuple(c.name for c in declared)),
             list_url=list_url,
             list_removals=flag("LIST_REMOVALS", get("LIST_REMOVALS")),
             list_options=list_options(get),

@@ -68,6 +68,8 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_LINGER": 0.0,
     # Where the product is in the API's answer (answer/payload.py); None: the default rules.
     "PRODUCT_FIELDS": None,
+    # Columns of the user's own (answer/declared.py): name:type=path,...; None: none.
+    "PRODUCT_COLUMNS": None,
     # The products columns whose changes product_changes records: names, "all" or "none".
     "TRACK_CHANGES": "price,stock",
     # The wholesale-failure guard (guard/failure_guard.py): answers in a row (or

@@ -165,9 +165,21 @@ REFERENCE: tuple[Setting, ...] = (
             'the default rules',
             default='unset: `id` or `product_id`, `name` or `title`, other columns by name, one '
                     'envelope level unwrapped'),
+    Setting(('PRODUCT_COLUMNS',), 'api', 'name:type=path list',
+            'columns of your own in `products`: `name:type=path,...`, e.g. '
+            '`sku:text(64)=product.variants.0.sku,compare_at:decimal(10,2)=product.variants.0.compare_at_price,'
+            'updated_at:datetime=product.updated_at,tags:json=product.tags`; types `text(N)`, `integer`, '
+            '`decimal(P,S)`, `boolean`, `datetime` (ISO 8601 with an offset, stored UTC), `json`; paths from '
+            "the answer's root, a list's item by its position. Cleaned like the article's columns (an "
+            'unusable value is NULL, counted `cleaning/invalid/<column>`; a missing one '
+            '`cleaning/absent/<column>`); added to an existing table at start with every row kept; a column '
+            "whose type differs from the table's exits 2 (see [The API's answer]"
+            '(payload.md#columns-of-your-own-product_columns))',
+            default='unset: the article\'s eight columns'),
     Setting(('TRACK_CHANGES',), 'storage', 'column list',
             'the `products` columns whose changes `product_changes` records, comma-separated (`name`,'
-            ' `price`, `stock`, `category`, `brand`, `rating`, `sales_count`), `all` or `none` (see '
+            ' `price`, `stock`, `category`, `brand`, `rating`, `sales_count`, and the PRODUCT_COLUMNS '
+            'names), `all` or `none` (see '
             '[docs/what-changed.md](what-changed.md)); an unknown column exits 2',
             default='price,stock'),
     Setting(('GUARD_AUTH_FAILURES',), 'guard', 'whole number ≥ 0',

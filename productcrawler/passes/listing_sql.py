@@ -45,10 +45,9 @@ def open_listing_pass(cursor: Any, dialect: Dialect, first_url: str, *, fresh: b
         return PassInfo(int(row[0]), LISTING_START, LISTING_END, as_datetime(row[1]), resumed=True)
     if row is not None:
         cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}", (dialect.value(now), row[0]))
-    cursor.execute(f"INSERT INTO crawl_passes (start_id, end_id, started_at, ids_digest, ids_count) "
-                   f"VALUES ({p}, {p}, {p}, {p}, {p})",
-                   (LISTING_START, LISTING_END, dialect.value(now), digest, 0))
-    pass_id = int(cursor.lastrowid)
+    pass_id = dialect.inserted_id(cursor, f"INSERT INTO crawl_passes (start_id, end_id, started_at, ids_digest, "
+                                          f"ids_count) VALUES ({p}, {p}, {p}, {p}, {p})",
+                                  (LISTING_START, LISTING_END, dialect.value(now), digest, 0), PASS_COLUMN)
     reveal(cursor, dialect, pass_id, {1: first_url})
     return PassInfo(pass_id, LISTING_START, LISTING_END, now, resumed=False)
 

@@ -23,6 +23,10 @@ class ProductItem:
     update_time: datetime  # when it was fetched, UTC, naive (DATETIME has no zone)
     #: The PRODUCT_COLUMNS values, by column name (answer/declared.py).
     extra: dict[str, Any] = field(default_factory=dict)
+    #: KEEP_ANSWER: the product's JSON as the API sent it (None: not kept, or over KEEP_ANSWER_MAX_BYTES)
+    #: and the SHA-256 of it, hex (None: KEEP_ANSWER is off). Written only when the digest changed.
+    answer: str | None = None
+    answer_digest: str | None = None
 
 
 MISSING = "missing"  # the API answered 404

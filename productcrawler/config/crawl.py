@@ -237,6 +237,9 @@ class CrawlConfig:
     list_url: str | None = None
     #: LIST_REMOVALS: a complete listing marks the stored products it did not list removed.
     list_removals: bool = True
+    #: KEEP_ANSWER, KEEP_ANSWER_MAX_BYTES: the raw answer in products.answer, up to this size.
+    keep_answer: bool = False
+    keep_answer_max_bytes: int = 262144
     #: The LIST_* settings: how the listing's pages and products are found.
     list_options: ListingOptions = field(default_factory=ListingOptions)
 
@@ -356,6 +359,8 @@ class CrawlConfig:
             track_changes=track_changes(get("TRACK_CHANGES"), tuple(c.name for c in declared)),
             list_url=list_url,
             list_removals=flag("LIST_REMOVALS", get("LIST_REMOVALS")),
+            keep_answer=flag("KEEP_ANSWER", get("KEEP_ANSWER")),
+            keep_answer_max_bytes=number("KEEP_ANSWER_MAX_BYTES", get("KEEP_ANSWER_MAX_BYTES"), int, minimum=1),
             list_options=list_options(get),
         )
 

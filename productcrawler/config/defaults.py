@@ -68,6 +68,9 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_LINGER": 0.0,
     # Where the product is in the API's answer (answer/payload.py); None: the default rules.
     "PRODUCT_FIELDS": None,
+    # Keep each product's JSON as the API sent it (products.answer), written when its digest changed.
+    "KEEP_ANSWER": False,
+    "KEEP_ANSWER_MAX_BYTES": 262144,
     # Columns of the user's own (answer/declared.py): name:type=path,...; None: none.
     "PRODUCT_COLUMNS": None,
     # The products columns whose changes product_changes records: names, "all" or "none".

@@ -176,6 +176,12 @@ REFERENCE: tuple[Setting, ...] = (
             "whose type differs from the table's exits 2 (see [The API's answer]"
             '(payload.md#columns-of-your-own-product_columns))',
             default='unset: the article\'s eight columns'),
+    Setting(('KEEP_ANSWER', 'KEEP_ANSWER_MAX_BYTES'), 'storage', 'boolean, bytes',
+            "keep each product's JSON as the API sent it in `products.answer` (MySQL/MariaDB `JSON`, SQLite "
+            'text, PostgreSQL `jsonb`) with its SHA-256 in `answer_digest`; written only when the digest '
+            'changed. A larger answer keeps its digest alone and is counted `answers/too_large` (see '
+            '[What changed](what-changed.md#the-answer-as-received-keep_answer))',
+            default='false, 262144'),
     Setting(('TRACK_CHANGES',), 'storage', 'column list',
             'the `products` columns whose changes `product_changes` records, comma-separated (`name`,'
             ' `price`, `stock`, `category`, `brand`, `rating`, `sales_count`, and the PRODUCT_COLUMNS '

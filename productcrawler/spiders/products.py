@@ -19,10 +19,11 @@ from w3lib.url import safe_url_string
 
 from productcrawler import signals as signals_
 from productcrawler.answer.cleaning import BadResponse, clean_product, parse_product
+from productcrawler.answer.kept import keep_answer
 from productcrawler.config import CrawlConfig
 from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import exception_detail, exception_reason, known_reason
-from productcrawler.items import FAILED, MISSING, FailureItem, PageItem
+from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.listing import ListingError
 from productcrawler.listing.reader import PageReader
 from productcrawler.monitoring import stat_keys
@@ -176,7 +177,12 @@ class ProductsSpider(Spider):
         drift = self.field_drift
         if drift is not None and drift.sampling:  # the check quotes the keys of these first answers
             drift.saw_answer(response.body)
+        self._keep_answer(item, response.body)
         return [item]
+
+    def _keep_answer(self, item: ProductItem, answer: bytes | object) -> None:
+        if self.config.keep_answer and not keep_answer(item, answer, self.config.keep_answer_max_bytes):
+            self.crawler.stats.inc_value(stat_keys.ANSWERS_TOO_LARGE)
 
     def parse_page(self, response: Response) -> list[Any]:
         """A listing page: its products, cleaned as answers by id are, and the pages it makes known."""
@@ -214,6 +220,7 @@ class ProductsSpider(Spider):
                 self.crawler.stats.inc_value(stat_keys.cleaning_absent(field))
             if drift is not None and drift.sampling:
                 drift.saw_product(listed)
+            self._keep_answer(item, listed)
             products.append(item)
         return [PageItem(page, response.url, products, revealed)]
 

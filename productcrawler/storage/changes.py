@@ -108,6 +108,8 @@ class Written:
     removed: int = 0
     returned: int = 0
     change_rows: int = 0
+    #: KEEP_ANSWER: raw answers written (a new product's, or one whose digest changed).
+    answers: int = 0
 
 
 @dataclass
@@ -116,6 +118,7 @@ class _Plan:
     updates: list[ProductItem] = field(default_factory=list)
     touches: dict[datetime, list[int | str]] = field(default_factory=dict)
     removals: dict[datetime, list[int | str]] = field(default_factory=dict)
+    answers: list[ProductItem] = field(default_factory=list)
     changes: list[tuple[Any, ...]] = field(default_factory=list)
 
 
@@ -130,14 +133,20 @@ def write_products(cursor: Any, dialect: Dialect, products: list[ProductItem],
     columns = (*VALUE_COLUMNS, *(name for name, _ in declared))
     forms = column_forms(declared)
     latest = {item.product_id: item for item in products}  # an id twice in a batch: its last answer
-    stored = _stored_rows(cursor, dialect, [*latest, *(product_id for product_id, _ in missing)], columns, forms)
+    keep = any(item.answer_digest is not None for item in latest.values())  # KEEP_ANSWER
+    stored = _stored_rows(cursor, dialect, [*latest, *(product_id for product_id, _ in missing)], columns, forms,
+                          keep)
     plan, written = _Plan(), Written()
     for item in latest.values():
         row = stored.get(item.product_id)
         if row is None:
             plan.inserts.append(item)
             written.new += 1
+            written.answers += item.answer_digest is not None
             continue
+        if item.answer_digest is not None and item.answer_digest != row["answer_digest"]:
+            plan.answers.append(item)
+            written.answers += 1
         differing = [c for c in columns if stored_form(c, _value(item, c), forms) != row[c]]
         removed_at = row["removed_at"]
         if removed_at is None and not differing:
@@ -163,7 +172,7 @@ def write_products(cursor: Any, dialect: Dialect, products: list[ProductItem],
         written.removed += 1
         if tracked:
             plan.changes.append((product_id, pass_id, at, REMOVED, None, _time_text(at)))
-    _execute(cursor, dialect, plan, pass_id, columns)
+    _execute(cursor, dialect, plan, pass_id, columns, keep)
     written.change_rows = len(plan.changes)
     return written
 
@@ -173,31 +182,38 @@ def _cut(value: str | None) -> str | None:
 
 
 def _stored_rows(cursor: Any, dialect: Dialect, ids: list[int | str], columns: tuple[str, ...],
-                 forms: dict[str, Callable[[Any], str]]) -> dict[int | str, dict[str, Any]]:
+                 forms: dict[str, Callable[[Any], str]], keep: bool) -> dict[int | str, dict[str, Any]]:
     ids = list(dict.fromkeys(ids))
     if not ids:
         return {}
     lock = "" if dialect is SQLITE else " FOR UPDATE"
-    cursor.execute(f"SELECT product_id, {', '.join(columns)}, removed_at FROM products "
+    digest = ", answer_digest" if keep else ""
+    cursor.execute(f"SELECT product_id, {', '.join(columns)}, removed_at{digest} FROM products "
                    f"WHERE product_id IN ({dialect.params(len(ids))}){lock}", ids)
     rows: dict[int | str, dict[str, Any]] = {}
-    for product_id, *values, removed_at in cursor.fetchall():
-        row: dict[str, Any] = {c: stored_form(c, v, forms) for c, v in zip(columns, values, strict=True)}
-        row["removed_at"] = removed_at
+    for product_id, *values in cursor.fetchall():
+        row: dict[str, Any] = {c: stored_form(c, v, forms) for c, v in zip(columns, values, strict=False)}
+        row["removed_at"] = values[len(columns)]
+        row["answer_digest"] = values[-1] if keep else None
         rows[product_id if isinstance(product_id, str) else int(product_id)] = row
     return rows
 
 
-def _execute(cursor: Any, dialect: Dialect, plan: _Plan, pass_id: int | None, columns: tuple[str, ...]) -> None:
+def _execute(cursor: Any, dialect: Dialect, plan: _Plan, pass_id: int | None, columns: tuple[str, ...],
+             keep: bool) -> None:
     p = dialect.placeholder
     declared = columns[len(VALUE_COLUMNS):]
+    kept = ("answer", "answer_digest") if keep else ()
     if plan.inserts:
         # A row another instance stored meanwhile keeps its own first_seen.
         cursor.executemany(
-            dialect.upsert("products", (*ARTICLE_COLUMNS, *declared, PASS_COLUMN, "first_seen"), "product_id",
+            dialect.upsert("products", (*ARTICLE_COLUMNS, *declared, *kept, PASS_COLUMN, "first_seen"), "product_id",
                            kept=("first_seen",)),
             dialect.rows([(*(getattr(item, c) for c in ARTICLE_COLUMNS), *(item.extra.get(c) for c in declared),
-                           pass_id, item.update_time) for item in plan.inserts]))
+                           *(getattr(item, c) for c in kept), pass_id, item.update_time) for item in plan.inserts]))
+    if plan.answers:
+        cursor.executemany(f"UPDATE products SET answer = {p}, answer_digest = {p} WHERE product_id = {p}",
+                           dialect.rows([(item.answer, item.answer_digest, item.product_id) for item in plan.answers]))
     if plan.updates:
         assignments = ", ".join(f"{c} = {p}" for c in (*columns, "update_time", PASS_COLUMN))
         cursor.executemany(

@@ -267,7 +267,8 @@ class StoragePipeline:
                            (stat_keys.PRODUCTS_UNCHANGED, written.unchanged),
                            (stat_keys.PRODUCTS_REMOVED, written.removed),
                            (stat_keys.PRODUCTS_RETURNED, written.returned),
-                           (stat_keys.CHANGE_ROWS, written.change_rows)):
+                           (stat_keys.CHANGE_ROWS, written.change_rows),
+                           (stat_keys.ANSWERS_WRITTEN, written.answers)):
             if count:
                 self.stats.inc_value(key, count)
         if products:

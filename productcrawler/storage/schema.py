@@ -114,6 +114,9 @@ def tables(kind: str = "int", extra: tuple[tuple[str, str], ...] = ()) -> MetaDa
           Column(PASS_COLUMN, _int()),
           Column("first_seen", DateTime()),
           Column("removed_at", DateTime()),
+          # KEEP_ANSWER: the product's JSON as received, and its SHA-256 (hex) to compare.
+          Column("answer", json_type()),
+          Column("answer_digest", CHAR(64)),
           *(Column(name, column_type(spec)) for name, spec in extra),
           UniqueConstraint("product_id", name="uk_product_id"),
           Index("idx_category", "category"),

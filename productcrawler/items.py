@@ -9,6 +9,18 @@ from typing import Any
 
 
 @dataclass
+class VariantItem:
+    """One variant of a product (VARIANTS), as stored in ``product_variants``."""
+
+    variant_id: str
+    sku: str | None
+    price: Decimal | None
+    stock: int | None
+    #: Its declared columns (VARIANT_FIELDS' name:type=path), by name.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class ProductItem:
     """One cleaned product, as stored in the ``products`` table."""
 
@@ -27,6 +39,8 @@ class ProductItem:
     #: and the SHA-256 of it, hex (None: KEEP_ANSWER is off). Written only when the digest changed.
     answer: str | None = None
     answer_digest: str | None = None
+    #: VARIANTS: its variants (None: not kept, or the answer had no list: the stored ones stay).
+    variants: list[VariantItem] | None = None
 
 
 MISSING = "missing"  # the API answered 404

@@ -50,12 +50,30 @@ CREATE TABLE product_changes (
 	field VARCHAR(64) NOT NULL, 
 	old_value VARCHAR(255), 
 	new_value VARCHAR(255), 
+	variant_id VARCHAR(64), 
 	PRIMARY KEY (id)
 )ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
 
 CREATE INDEX idx_changes_pass ON product_changes (pass_id, field);
 
 CREATE INDEX idx_changes_product ON product_changes (product_id, changed_at);
+
+CREATE TABLE product_variants (
+	id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, 
+	product_id BIGINT NOT NULL, 
+	variant_id VARCHAR(64) NOT NULL, 
+	sku VARCHAR(64), 
+	price NUMERIC(10, 2), 
+	stock INTEGER, 
+	update_time DATETIME NOT NULL, 
+	pass_id INTEGER, 
+	first_seen DATETIME, 
+	removed_at DATETIME, 
+	PRIMARY KEY (id), 
+	CONSTRAINT uk_variant UNIQUE (product_id, variant_id)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX idx_variants_sku ON product_variants (sku);
 
 CREATE TABLE products (
 	id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, 
@@ -72,6 +90,8 @@ CREATE TABLE products (
 	pass_id INTEGER, 
 	first_seen DATETIME, 
 	removed_at DATETIME, 
+	answer JSON, 
+	answer_digest CHAR(64), 
 	PRIMARY KEY (id), 
 	CONSTRAINT uk_product_id UNIQUE (product_id)
 )ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;

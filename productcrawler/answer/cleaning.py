@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
+    from productcrawler.answer.variants import VariantShape
+
 _T = TypeVar("_T")
 
 NAME_MAX_LENGTH = 255  # VARCHAR(255): characters, not bytes (utf8mb4)
@@ -71,6 +73,7 @@ _UNWANTED_CHARS = re.compile("[<>\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 def parse_product(
     body: bytes, requested_id: int | str, fetched_at: datetime, shape: PayloadShape = DEFAULT_SHAPE,
     absent: list[str] | None = None, *, declared: tuple[DeclaredColumn, ...] = (),
+    variants: VariantShape | None = None,
 ) -> tuple[ProductItem, list[str]]:
     """Decode, validate and clean one API response body.
 
@@ -80,18 +83,21 @@ def parse_product(
     answer does not have at all are appended to ``absent`` if given. Raises
     ``BadResponse`` when the body is not a product.
     """
-    return clean_product(_decode(body), requested_id, fetched_at, shape, absent, declared=declared)
+    return clean_product(_decode(body), requested_id, fetched_at, shape, absent, declared=declared,
+                         variants=variants)
 
 
 def clean_product(
     answer: object, requested_id: int | str | None, fetched_at: datetime, shape: PayloadShape = DEFAULT_SHAPE,
     absent: list[str] | None = None, *, id_type: str = "int", declared: tuple[DeclaredColumn, ...] = (),
+    variants: VariantShape | None = None,
 ) -> tuple[ProductItem, list[str]]:
     """Validate and clean one decoded product (a whole answer, or one product of a listing page).
 
     ``requested_id``: the id asked for, which the answer's must equal; None for a listed product,
     whose id is its own (of ``id_type``, PRODUCT_ID_TYPE). ``declared``: the PRODUCT_COLUMNS, whose
-    paths start at ``answer``. Otherwise as :func:`parse_product`.
+    paths start at ``answer``; ``variants``: where its variants are (VARIANTS). Otherwise as
+    :func:`parse_product`.
     """
     if absent is None:
         absent = []
@@ -121,6 +127,10 @@ def clean_product(
     )
     if declared:
         item.extra = clean_declared(answer, declared, dropped, absent)
+    if variants is not None:
+        item.variants = variants.variants(answer, dropped, absent)
+        if item.variants:
+            item.price, item.stock = variants.derive(item.price, item.stock, item.variants)
     return item, dropped
 
 

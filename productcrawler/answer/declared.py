@@ -59,7 +59,7 @@ class DeclaredColumn:
         return f"{self.name}:{self.spec}={'.'.join(self.path)}"
 
 
-def parse_columns(raw: object) -> tuple[DeclaredColumn, ...]:
+def parse_columns(raw: object, reserved: frozenset[str] = RESERVED) -> tuple[DeclaredColumn, ...]:
     """``name:type=path,...``; ValueError says which entry is wrong and why."""
     text = "" if raw is None else str(raw).strip()
     if not text:
@@ -75,7 +75,7 @@ def parse_columns(raw: object) -> tuple[DeclaredColumn, ...]:
         name, spec, path = match.group(1).strip(), re.sub(r"\s+", "", match.group(2).lower()), match.group(3)
         if not _NAME.fullmatch(name):
             raise ValueError(f"column name {name!r} must be lower-case letters, digits and _ (at most 64)")
-        if name in RESERVED:
+        if name in reserved:
             raise ValueError(f"column {name!r} is one of the crawl's own; PRODUCT_FIELDS maps those")
         if name in columns:
             raise ValueError(f"column {name!r} is declared twice")

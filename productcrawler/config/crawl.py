@@ -18,6 +18,7 @@ from w3lib.url import safe_url_string
 
 from productcrawler.answer.declared import DeclaredColumn, parse_columns
 from productcrawler.answer.payload import PayloadShape
+from productcrawler.answer.variants import VariantShape, parse_variant_shape
 from productcrawler.config.addon import ENVIRONMENT_PRIORITY
 from productcrawler.config.auth import ApiAuth, api_auth
 from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL, RATE_LIMIT_HEADER_FORMATS
@@ -217,6 +218,8 @@ class CrawlConfig:
     product_fields: PayloadShape
     #: PRODUCT_COLUMNS: the user's own columns of products.
     product_columns: tuple[DeclaredColumn, ...]
+    #: VARIANTS, VARIANT_FIELDS, PRODUCT_*_FROM_VARIANTS: variants as rows (None: not kept).
+    variants: VariantShape | None
     guard_auth_failures: int
     guard_not_products: int
     guard_404_streak: int
@@ -306,6 +309,12 @@ class CrawlConfig:
         product_urls = ProductUrl.parse(get("PRODUCT_URL"), api_base_url)
         given = text(get("PRODUCT_URL")) is not None
         declared = product_columns(get("PRODUCT_COLUMNS"))
+        try:
+            variants = parse_variant_shape(get("VARIANTS"), get("VARIANT_FIELDS"),
+                                           get("PRODUCT_PRICE_FROM_VARIANTS"), get("PRODUCT_STOCK_FROM_VARIANTS"))
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        trackable = (*(c.name for c in declared), *(c.name for c in (variants.declared if variants else ())))
         list_url = None if text(get("PRODUCT_LIST_URL")) is None else http_url("PRODUCT_LIST_URL",
                                                                                get("PRODUCT_LIST_URL"))
         # As Scrapy writes request URLs (host lowercased, path percent-encoded), so that it
@@ -344,6 +353,7 @@ class CrawlConfig:
             metrics_linger=number("METRICS_LINGER", get("METRICS_LINGER"), float, minimum=0),
             product_fields=product_fields(get("PRODUCT_FIELDS")),
             product_columns=declared,
+            variants=variants,
             guard_auth_failures=number("GUARD_AUTH_FAILURES", get("GUARD_AUTH_FAILURES"), int, minimum=0),
             guard_not_products=number("GUARD_NOT_PRODUCTS", get("GUARD_NOT_PRODUCTS"), int, minimum=0),
             guard_404_streak=number("GUARD_404_STREAK", get("GUARD_404_STREAK"), int, minimum=0),
@@ -356,7 +366,7 @@ class CrawlConfig:
             api_auth=api_auth(get("API_AUTH"), get("API_KEY"), get("API_HEADERS"), api_prefix),
             guard_field_drift=field_drift(get("GUARD_FIELD_DRIFT"), FIELD_DRIFT_MIN_SAMPLE),
             pushgateway_url=pushgateway_url(get("PUSHGATEWAY_URL")),
-            track_changes=track_changes(get("TRACK_CHANGES"), tuple(c.name for c in declared)),
+            track_changes=track_changes(get("TRACK_CHANGES"), tuple(dict.fromkeys(trackable))),
             list_url=list_url,
             list_removals=flag("LIST_REMOVALS", get("LIST_REMOVALS")),
             keep_answer=flag("KEEP_ANSWER", get("KEEP_ANSWER")),

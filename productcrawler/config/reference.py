@@ -176,6 +176,22 @@ REFERENCE: tuple[Setting, ...] = (
             "whose type differs from the table's exits 2 (see [The API's answer]"
             '(payload.md#columns-of-your-own-product_columns))',
             default='unset: the article\'s eight columns'),
+    Setting(('VARIANTS',), 'api', 'path',
+            "where a product's list of variants is in the answer (`product.variants`, `variants`, "
+            "`data.variants`; GraphQL's `variants.edges`, read node by node): one row per variant in "
+            '`product_variants`, written with its product; a variant missing from a later answer is marked '
+            'removed, not deleted (see [What changed](what-changed.md#variants-as-rows))',
+            default='unset: variants are not kept'),
+    Setting(('VARIANT_FIELDS',), 'api', 'column=path list',
+            "each variant's columns by paths relative to the variant: `variant_id` (required), `sku`, "
+            '`price`, `stock`, and columns of your own as in PRODUCT_COLUMNS (`name:type=path`), e.g. '
+            '`variant_id=id,sku=sku,price=price,stock=inventory_quantity,'
+            'compare_at:decimal(10,2)=compare_at_price`; TRACK_CHANGES may name the declared ones',
+            default='unset'),
+    Setting(('PRODUCT_PRICE_FROM_VARIANTS', 'PRODUCT_STOCK_FROM_VARIANTS'), 'api', '`min`/`max`, `sum`',
+            "the product's price as the lowest (`min`) or highest (`max`) of its variants' prices, its "
+            "stock as the sum of its variants' stocks (a product without variants keeps its own)",
+            default='unset, unset'),
     Setting(('KEEP_ANSWER', 'KEEP_ANSWER_MAX_BYTES'), 'storage', 'boolean, bytes',
             "keep each product's JSON as the API sent it in `products.answer` (MySQL/MariaDB `JSON`, SQLite "
             'text, PostgreSQL `jsonb`) with its SHA-256 in `answer_digest`; written only when the digest '

@@ -37,7 +37,8 @@ def check(settings: BaseSettings, spider_args: dict[str, Any]) -> CrawlConfig:
     if rate_limit_enabled(settings):
         check_handlers(settings)
     ProxyConfig.from_settings(settings)
-    _check_database(config.database_url, config.id_type, tuple((c.name, c.spec) for c in config.product_columns))
+    _check_database(config.database_url, config.id_type, tuple((c.name, c.spec) for c in config.product_columns),
+                    config.variants.declared_spec if config.variants else ())
     if config.redis_url is not None:
         _check_redis(config.redis_url)
         fresh = str(spider_args.get("fresh", "")).strip().lower() in FRESH_WORDS
@@ -69,7 +70,8 @@ def _unusable(target: DatabaseTarget, url: str, error: Exception) -> ConfigError
                        f"{describe(error, url, tls_option='ssl_ca')}")
 
 
-def _check_database(url: str, id_type: str = "int", declared: tuple[tuple[str, str], ...] = ()) -> None:
+def _check_database(url: str, id_type: str = "int", declared: tuple[tuple[str, str], ...] = (),
+                    variant_declared: tuple[tuple[str, str], ...] = ()) -> None:
     target, connection = connect_database(url, connect_timeout=CONNECT_TIMEOUT)
     # Reach it, and refuse ids the tables cannot hold and declared columns of another type
     # than the table's (nothing is changed then): the pipeline creates and
@@ -81,6 +83,7 @@ def _check_database(url: str, id_type: str = "int", declared: tuple[tuple[str, s
         with sa_connection(connection, target.dialect) as schema:
             refuse_id_type(schema, id_type)
             refuse_declared_types(schema, declared)
+            refuse_declared_types(schema, variant_declared, "product_variants", "VARIANT_FIELDS")
     except ConfigError:
         raise
     except Exception as error:  # noqa: BLE001

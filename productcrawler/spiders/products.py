@@ -162,7 +162,7 @@ class ProductsSpider(Spider):
         absent: list[str] = []
         try:
             item, dropped = parse_product(response.body, product_id, utcnow(), self.config.product_fields, absent,
-                                          declared=self.config.product_columns)
+                                          declared=self.config.product_columns, variants=self.config.variants)
         except BadResponse as bad:
             self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
             # The wholesale-failure guard counts these (guard/failure_guard.py).
@@ -209,7 +209,8 @@ class ProductsSpider(Spider):
             absent: list[str] = []
             try:
                 item, dropped = clean_product(listed, None, fetched_at, self.config.product_fields, absent,
-                                              id_type=self.config.id_type, declared=self.config.product_columns)
+                                              id_type=self.config.id_type, declared=self.config.product_columns,
+                                              variants=self.config.variants)
             except BadResponse as bad:
                 self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
                 logger.debug("Listing page %d: a listed object is not a product (%s)", page, bad)

@@ -59,7 +59,7 @@ def _json_form(value: Any) -> str:
 
 _FORMS: dict[str, Callable[[Any], str]] = {
     "text": str, "integer": lambda value: str(int(value)), "boolean": lambda value: "1" if value else "0",
-    "datetime": lambda value: _time_text(value), "json": _json_form}
+    "datetime": lambda value: time_text(value), "json": _json_form}
 #: The article's columns' forms; a declared column's is its type's (``column_forms``).
 _ARTICLE_FORMS = {"price": _decimal_form(2), "rating": _decimal_form(2), "stock": _FORMS["integer"],
                   "sales_count": _FORMS["integer"]}
@@ -94,7 +94,7 @@ def _value(item: ProductItem, column: str) -> Any:
 _ITEM_FIELDS = frozenset(ARTICLE_COLUMNS)
 
 
-def _time_text(value: Any) -> str:
+def time_text(value: Any) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else str(value)
 
 
@@ -158,7 +158,7 @@ def write_products(cursor: Any, dialect: Dialect, products: list[ProductItem],
             written.returned += 1
             if tracked:
                 plan.changes.append((item.product_id, pass_id, item.update_time, REMOVED,
-                                     _time_text(removed_at), None))
+                                     time_text(removed_at), None))
         if differing:
             written.changed += 1
         plan.changes.extend((item.product_id, pass_id, item.update_time, c, _cut(row[c]),
@@ -171,7 +171,7 @@ def write_products(cursor: Any, dialect: Dialect, products: list[ProductItem],
         plan.removals.setdefault(at, []).append(product_id)
         written.removed += 1
         if tracked:
-            plan.changes.append((product_id, pass_id, at, REMOVED, None, _time_text(at)))
+            plan.changes.append((product_id, pass_id, at, REMOVED, None, time_text(at)))
     _execute(cursor, dialect, plan, pass_id, columns, keep)
     written.change_rows = len(plan.changes)
     return written

@@ -23,6 +23,7 @@ from productcrawler.storage.changes import Written, write_products
 from productcrawler.storage.evolve import ensure_schema
 from productcrawler.storage.listing_pages import write_pages
 from productcrawler.storage.target import SQLITE, DatabaseTarget, Dialect, sqlite_prepare
+from productcrawler.storage.variants import write_variants
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -45,7 +46,8 @@ def utcnow() -> datetime:
 def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
                 failures: list[tuple[FailureItem, datetime]], pass_id: int | None = None,
                 tracked: Iterable[str] = DEFAULT_TRACKED, pages: list[PageItem] | None = None,
-                declared: tuple[tuple[str, str], ...] = ()) -> Written:
+                declared: tuple[tuple[str, str], ...] = (),
+                variant_declared: tuple[tuple[str, str], ...] = ()) -> Written:
     """Write products (by what changed: ``changes.py``) and failures in the caller's transaction.
 
     A stored product clears that id's failure; a `missing` id's product row
@@ -55,10 +57,12 @@ def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
     refresh did not happen. ``tracked`` names the columns whose changes are
     recorded (``TRACK_CHANGES``). ``pages``: listing pages whose products are among ``products``,
     marked done in the pass's ledger in the same transaction. ``declared``: the PRODUCT_COLUMNS
-    (name, type), written and compared as the article's columns are.
+    (name, type), written and compared as the article's columns are; ``variant_declared``:
+    VARIANT_FIELDS' (the products' variants are written in the same transaction).
     """
     missing = [(f.product_id, at) for f, at in failures if f.outcome == MISSING]
     written = write_products(cursor, dialect, products, missing, pass_id, tracked, declared)
+    written.change_rows += write_variants(cursor, dialect, products, pass_id, tuple(tracked), variant_declared)
     if products:
         # One IN (...) per batch: executemany runs a DELETE once per row.
         _delete_ids(cursor, dialect, "crawl_failures", [p.product_id for p in products])
@@ -101,12 +105,14 @@ class Database:
     """A pool of connections in worker threads; every call returns a Deferred."""
 
     def __init__(self, target: DatabaseTarget, id_type: str = "int",
-                 declared: tuple[tuple[str, str], ...] = ()) -> None:
+                 declared: tuple[tuple[str, str], ...] = (),
+                 variant_declared: tuple[tuple[str, str], ...] = ()) -> None:
         self.target = target
         self.id_type = id_type
         #: PRODUCT_COLUMNS as (name, type): the schema's extra columns and the writes'.
         self.declared = declared
         self.declared_names = tuple(name for name, _ in declared)
+        self.variant_declared = variant_declared
         self.dialect = target.dialect
         kwargs = dict(target.connect_kwargs)
         if self.dialect is SQLITE:
@@ -123,7 +129,8 @@ class Database:
     async def ensure_schema(self) -> None:
         """Create the tables if need be, once per process (the pass and the pipeline both need them)."""
         if not self._schema_ready:
-            await maybe_deferred_to_future(self.run(ensure_schema, self.id_type, self.declared))
+            await maybe_deferred_to_future(self.run(ensure_schema, self.id_type, self.declared,
+                                                    self.variant_declared))
             self._schema_ready = True
 
     def run(self, function: Any, *args: Any, **kwargs: Any) -> Deferred[Any]:

@@ -51,12 +51,13 @@ def sa_connection(raw: Any, dialect: Dialect) -> Iterator[Connection]:
 
 
 def ensure_schema(cursor: Any, dialect: Dialect, id_type: str = "int",
-                  extra: tuple[tuple[str, str], ...] = ()) -> None:
+                  extra: tuple[tuple[str, str], ...] = (), variant_extra: tuple[tuple[str, str], ...] = ()) -> None:
     """Create the tables, add the columns and indexes existing ones lack, convert ids; committed."""
-    metadata = tables(id_type, extra)
+    metadata = tables(id_type, extra, variant_extra)
     with sa_connection(cursor.connection, dialect) as connection:
         refuse_id_type(connection, id_type)
         refuse_declared_types(connection, extra)
+        refuse_declared_types(connection, variant_extra, "product_variants", "VARIANT_FIELDS")
         existing = set(inspect(connection).get_table_names())
         for table in metadata.sorted_tables:
             connection.execute(CreateTable(table, if_not_exists=True))

@@ -51,14 +51,15 @@ def refuse_id_type(connection: Any, id_type: str) -> None:
             raise _refuse(table, found)
 
 
-def refuse_declared_types(connection: Any, extra: tuple[tuple[str, str], ...]) -> None:
-    """Raise ``ConfigError`` if products has a declared column (PRODUCT_COLUMNS) of another type."""
-    if not extra or "products" not in inspect(connection).get_table_names():
+def refuse_declared_types(connection: Any, extra: tuple[tuple[str, str], ...], table: str = "products",
+                          setting: str = "PRODUCT_COLUMNS") -> None:
+    """Raise ``ConfigError`` if ``table`` has a declared column (``setting``'s) of another type."""
+    if not extra or table not in inspect(connection).get_table_names():
         return
-    have = {c["name"].lower(): c["type"] for c in inspect(connection).get_columns("products")}
+    have = {c["name"].lower(): c["type"] for c in inspect(connection).get_columns(table)}
     for name, spec in extra:
         if name in have and not same_type(column_type(spec), have[name]):
-            raise ConfigError(f"PRODUCT_COLUMNS declares {name}:{spec}, but products.{name} is "
+            raise ConfigError(f"{setting} declares {name}:{spec}, but {table}.{name} is "
                               f"{have[name]}: declare its type as the table has it, or rename the column")
 
 

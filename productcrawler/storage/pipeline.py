@@ -217,7 +217,7 @@ class StoragePipeline:
         failures = [(p.item, p.recorded_at) for p in batch if isinstance(p.item, FailureItem)]
         return await maybe_deferred_to_future(self.database.run(
             write_batch, products, failures, self.crawl_pass.row_stamp, self.tracked, pages,
-            self.database.declared))
+            self.database.declared, self.database.variant_declared))
 
     async def _write_one_by_one(self, batch: list[_Pending]) -> None:
         """One bad row must not sink its batch: find it, and record why it failed."""

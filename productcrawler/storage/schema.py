@@ -44,7 +44,7 @@ ARTICLE_COLUMNS = ("product_id", "name", "price", "stock", "category", "brand", 
                    "sales_count", "update_time")
 FAILURE_COLUMNS = ("product_id", "outcome", "http_status", "reason", "attempts", "updated_at")
 #: The tables whose product_id takes PRODUCT_ID_TYPE's type.
-ID_TABLES = ("products", "crawl_failures", "product_changes")
+ID_TABLES = ("products", "crawl_failures", "product_changes", "product_variants")
 #: Every row also carries the pass (crawl_passes) that wrote it, database or Redis-shared.
 PASS_COLUMN = "pass_id"
 #: A pass's counts in crawl_passes, written once the pass is complete (NULL until then).
@@ -82,9 +82,11 @@ def _int() -> TypeEngine[int]:
 
 
 @lru_cache(maxsize=32)
-def tables(kind: str = "int", extra: tuple[tuple[str, str], ...] = ()) -> MetaData:
-    """Every table, with product_id of PRODUCT_ID_TYPE ``kind`` and ``extra`` product columns
-    (PRODUCT_COLUMNS: name and type, ``column_type``'s spelling).
+def tables(kind: str = "int", extra: tuple[tuple[str, str], ...] = (),
+           variant_extra: tuple[tuple[str, str], ...] = ()) -> MetaData:
+    """Every table, with product_id of PRODUCT_ID_TYPE ``kind``, ``extra`` product columns
+    (PRODUCT_COLUMNS: name and type, ``column_type``'s spelling) and ``variant_extra`` variant
+    columns (VARIANT_FIELDS' declared ones).
 
     ``pass_id`` on products and crawl_failures: the pass (crawl_passes) that wrote
     the row, so a pass knows its own rows without comparing timestamps.
@@ -97,6 +99,9 @@ def tables(kind: str = "int", extra: tuple[tuple[str, str], ...] = ()) -> MetaDa
     ``listing_pages``: the pages of a listing pass (PRODUCT_LIST_URL) it knows of, each
     with its URL; ``done_at`` is set in the transaction that stores the page's products,
     ``failure`` says why a page ended without them (the listing is then not complete).
+    ``product_variants``: a product's variants (VARIANTS), one row each, written with the
+    product; ``removed_at`` when a later answer of the product lacked it. Their changes are
+    ``product_changes`` rows with the ``variant_id``.
     """
     metadata = MetaData()
     Table("products", metadata,
@@ -156,8 +161,25 @@ def tables(kind: str = "int", extra: tuple[tuple[str, str], ...] = ()) -> MetaDa
           Column("field", String(64), nullable=False),
           Column("old_value", String(255)),
           Column("new_value", String(255)),
+          Column("variant_id", String(64)),
           Index("idx_changes_product", "product_id", "changed_at"),
           Index("idx_changes_pass", PASS_COLUMN, "field"),
+          sqlite_autoincrement=True,
+          **_TABLE_OPTIONS)
+    Table("product_variants", metadata,
+          _row_id(),
+          Column("product_id", id_type(kind), nullable=False),
+          Column("variant_id", String(64), nullable=False),
+          Column("sku", String(64)),
+          Column("price", Numeric(10, 2)),
+          Column("stock", _int()),
+          *(Column(name, column_type(spec)) for name, spec in variant_extra),
+          Column("update_time", DateTime(), nullable=False),
+          Column(PASS_COLUMN, _int()),
+          Column("first_seen", DateTime()),
+          Column("removed_at", DateTime()),
+          UniqueConstraint("product_id", "variant_id", name="uk_variant"),
+          Index("idx_variants_sku", "sku"),
           sqlite_autoincrement=True,
           **_TABLE_OPTIONS)
     Table("listing_pages", metadata,

@@ -19,11 +19,14 @@ if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ClauseElement
 
 @lru_cache(maxsize=128)
-def upsert(database: str, name: str, columns: tuple[str, ...], key: str, kept: tuple[str, ...] = ()) -> str:
-    """INSERT of ``columns``; a row whose ``key`` exists takes the new values but ``kept``'s."""
+def upsert(database: str, name: str, columns: tuple[str, ...], key: str | tuple[str, ...],
+           kept: tuple[str, ...] = ()) -> str:
+    """INSERT of ``columns``; a row whose ``key`` (a column, or the columns of a unique key) exists
+    takes the new values but ``kept``'s."""
+    keys = (key,) if isinstance(key, str) else key
     clause = table(name, *(column(c) for c in columns))
     values: dict[str, Any] = {c: bindparam(c) for c in columns}
-    updated = [c for c in columns if c != key and c not in kept]
+    updated = [c for c in columns if c not in keys and c not in kept]
     if database == "mysql":
         # VALUES(col), not MySQL 8's row alias: MariaDB has no row alias (SQLAlchemy's default dialect
         # spells it VALUES()).
@@ -31,7 +34,7 @@ def upsert(database: str, name: str, columns: tuple[str, ...], key: str, kept: t
         return _compile(database, on_mysql.on_duplicate_key_update({c: on_mysql.inserted[c] for c in updated}))
     elsewhere = (postgresql.insert if database == "postgresql" else sqlite.insert)(clause).values(values)
     return _compile(database, elsewhere.on_conflict_do_update(
-        index_elements=[key], set_={c: elsewhere.excluded[c] for c in updated}))
+        index_elements=list(keys), set_={c: elsewhere.excluded[c] for c in updated}))
 
 
 @lru_cache(maxsize=32)

@@ -31,7 +31,8 @@ class Dialect:
     upsert_failure: str
     placeholder: str
 
-    def upsert(self, table: str, columns: tuple[str, ...], key: str, kept: tuple[str, ...] = ()) -> str:
+    def upsert(self, table: str, columns: tuple[str, ...], key: str | tuple[str, ...],
+               kept: tuple[str, ...] = ()) -> str:
         """INSERT of ``columns``; an existing ``key`` takes the new values but ``kept``'s."""
         return upsert(self.name, table, columns, key, kept)
 

@@ -30,6 +30,9 @@ def postgresql_kwargs(url: str, shown: str, connect_timeout: float) -> dict[str,
         "password": unquote(parts.password or ""), "dbname": parts.path.strip("/"),
         "connect_timeout": max(1, int(connect_timeout)), "autocommit": False,
         "application_name": "productcrawler",
+        # psycopg prepares a statement run often; a generic plan made while a table was small (a
+        # sequential scan) would be kept after it grew: each execution is planned for its own values.
+        "options": "-c plan_cache_mode=force_custom_plan",
     }
     if "unix_socket" in options:
         kwargs["host"] = os.path.dirname(options["unix_socket"]) or options["unix_socket"]

@@ -53,6 +53,8 @@ class Api:
     #: A documented example, as its row must be.
     example: tuple[Any, ...]
     catalogue: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    #: The recipe's name in docs/cookbook.md, when it is not the API's.
+    recipe: str | None = None
 
 
 WOO_KEY = f"{woocommerce.CONSUMER_KEY}:{woocommerce.CONSUMER_SECRET}"
@@ -89,6 +91,12 @@ APIS = {
         (shopify.FIRST_ID, "IPod Nano - 8GB", Decimal("199.00"), 10, "Cult Products", "Apple", None, None),
         shopify.catalogue()),
 }
+SHOPIFY_VARIANTS = Api(
+    "shopify", shopify.TOKEN, [shopify.TOKEN], (shopify.FIRST_ID, shopify.FIRST_ID + 400),
+    lambda p: (p["id"], p["title"], min(money(v["price"]) for v in p["variants"]),
+               sum(v["inventory_quantity"] for v in p["variants"]), p["product_type"], p["vendor"], None, None),
+    (shopify.FIRST_ID, "IPod Nano - 8GB", Decimal("199.00"), 10, "Cult Products", "Apple", None, None),
+    shopify.catalogue(), recipe="shopify-variants")
 #: Ids an id file lists that the API has no product for (deleted since the list was made): 404s, missing.
 GONE_FROM_LIST = 3
 
@@ -122,7 +130,7 @@ class Imitations:
 
     def settings(self, api: Api) -> dict[str, str]:
         """The recipe, pointed at the imitation, with its real key."""
-        settings = recipe(api.name)
+        settings = recipe(api.recipe or api.name)
         origin = "{0.scheme}://{0.netloc}".format(urlsplit(settings["PRODUCT_URL"]))
         settings["PRODUCT_URL"] = settings["PRODUCT_URL"].replace(origin, f"http://127.0.0.1:{self.ports[api.name]}")
         if api.key is not None:
@@ -291,6 +299,21 @@ def test_a_recipe_crawls_its_api_and_the_key_is_nowhere(imitations, name, mysql_
 def test_with_json_logs_and_sqlite_the_key_is_nowhere_either(imitations, name, tmp_path):
     check_recipe(imitations, APIS[name], f"sqlite:///{tmp_path}/products.db", tmp_path, redis_prefix=None,
                  json_log=True)
+
+
+def test_shopify_variants_are_rows_of_their_own(imitations, mysql_url, tmp_path):
+    check_recipe(imitations, SHOPIFY_VARIANTS, mysql_url, tmp_path, redis_prefix=None, json_log=False)
+    stored_variants = mysql_query(mysql_url, "SELECT product_id, variant_id, sku, price, stock, compare_at, "
+                                             "removed_at FROM product_variants ORDER BY product_id, variant_id")
+    low, high = SHOPIFY_VARIANTS.ids
+    present = sorted(key for key in shopify.catalogue() if low <= key <= high)
+    broken = present[9]  # check_recipe's: it always fails, so it has no row
+    expected = sorted((key, str(v["id"]), v.get("sku"), money(v["price"]), v["inventory_quantity"],
+                       money(v.get("compare_at_price")), None)
+                      for key in present if key != broken for v in shopify.catalogue()[key]["variants"])
+    assert sorted(stored_variants) == expected
+    assert len({row[0] for row in stored_variants if len([r for r in stored_variants if r[0] == row[0]]) > 1}) > 10
+    assert mysql_query(mysql_url, "SELECT COUNT(*) FROM products WHERE status = 'active'") == [(len(present) - 2,)]
 
 
 def test_magento_skus_with_spaces_and_slashes(imitations, mysql_url, tmp_path):

@@ -105,9 +105,12 @@ REFERENCE: tuple[Setting, ...] = (
             'a `Retry-After` above this many seconds is capped',
             default='300'),
     Setting(('DATABASE_URL',), 'storage', 'URL',
-            '`mysql://user:password@host:port/db` (PyMySQL) or `sqlite:///relative/path.db` / '
-            '`sqlite:////absolute/path.db`; MySQL takes the query options `ssl_ca`, `ssl_cert`, '
+            '`mysql://user:password@host:port/db` (PyMySQL; MariaDB too), '
+            '`postgresql://user:password@host:port/db` (psycopg 3) or `sqlite:///relative/path.db` / '
+            '`sqlite:////absolute/path.db`; MySQL and PostgreSQL take the query options `ssl_ca`, `ssl_cert`, '
             '`ssl_key`, `ssl_key_password`, `ssl_verify_cert`, `ssl_verify_identity`, `unix_socket` '
+            "(for PostgreSQL: libpq's `sslrootcert`, `sslmode=verify-ca`/`verify-full`, `sslcert`, `sslkey`, "
+            '`sslpassword`, the socket directory) '
             '(see [TLS and Redis '
             'Cluster](operations.md#managed-mysql-and-redis-tls-acl-users-redis-cluster)); any other '
             'option stops the crawl at start. A password with `?`, `#`, `/` or `@` in it must be '

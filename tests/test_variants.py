@@ -127,3 +127,22 @@ def test_variants_are_rows_and_their_changes_are_recorded_with_their_ids(api, da
         (1, 3, "12", "removed", removed_at, None)], key=str)
     first_seen = rows(url, "SELECT variant_id, first_seen FROM product_variants ORDER BY variant_id")
     assert first_seen[0][1] == first_seen[1][1] < first_seen[3][1]  # 14 first seen in pass 2
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_listed_products_carry_their_columns_answers_and_variants(api, kind, request, tmp_path):
+    url = f"sqlite:///{tmp_path / 'listed.db'}" if kind == "sqlite" else request.getfixturevalue("postgresql_url")
+    api.put(catalogue(1))
+    result = run_crawl(settings={"API_BASE_URL": api.base_url, "DATABASE_URL": url, **SETTINGS,
+                                 "PRODUCT_LIST_URL": f"{api.base_url}/products?page=1", "LIST_PAGINATION": "next_url",
+                                 "LIST_PRODUCTS": "products", "LIST_NEXT": "next", "KEEP_ANSWER": "1",
+                                 "PRODUCT_COLUMNS": "first_sku:text(16)=variants.0.sku"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [(r[0], r[1], r[2], r[3], r[4]) for r in variant_rows(url)] == [
+        (1, "11", "BRD-S", d("10.00"), 5), (1, "12", "BRD-M", d("12.00"), 0), (1, "13", "BRD-L", d("15.00"), 3),
+        (2, "21", "CAP", d("25.00"), 7)]
+    stored = database_query(url, "SELECT product_id, first_sku, answer, answer_digest FROM products "
+                                 "ORDER BY product_id")
+    assert [(r[0], r[1]) for r in stored] == [(1, "BRD-S"), (2, None)]
+    answers = [r[2] if isinstance(r[2], dict) else __import__("json").loads(r[2]) for r in stored]
+    assert [a["name"] for a in answers] == ["Board", "Cap"] and all(len(r[3]) == 64 for r in stored)

@@ -1,0 +1,66 @@
+"""PostgreSQL specifics: DATABASE_URL's TLS options as libpq's, and the failed-ids re-run on a real server."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from productcrawler.config import ConfigError
+from productcrawler.items import FAILED, FailureItem, ProductItem
+from productcrawler.storage.database import DatabaseTarget, ensure_schema, utcnow, write_batch
+from tests.support.crawls import run_crawl
+from tests.support.imitations.changing_catalogue import CatalogueApi
+from tests.support.services import database_query
+
+
+def kwargs(url: str) -> dict:
+    return DatabaseTarget.from_url(url).connect_kwargs
+
+
+def test_mysqls_tls_options_mean_the_same_for_postgresql(tmp_path):
+    ca, cert, key = (tmp_path / name for name in ("ca.pem", "cert.pem", "key.pem"))
+    for path in (ca, cert, key):
+        path.write_text("-")
+    base = "postgresql://crawler:secret@db.internal:5433/shop"
+    plain = kwargs(base)
+    assert (plain["host"], plain["port"], plain["user"], plain["password"], plain["dbname"]) == (
+        "db.internal", 5433, "crawler", "secret", "shop")
+    assert "sslmode" not in plain  # libpq's default: TLS when the server offers it
+    verified = kwargs(f"{base}?ssl_ca={ca}")
+    assert (verified["sslmode"], verified["sslrootcert"]) == ("verify-ca", str(ca))
+    assert kwargs(f"{base}?ssl_ca={ca}&ssl_verify_identity=true")["sslmode"] == "verify-full"
+    assert kwargs(f"{base}?ssl_verify_cert=true")["sslrootcert"] == "system"
+    client = kwargs(f"{base}?ssl_ca={ca}&ssl_cert={cert}&ssl_key={key}&ssl_key_password=pw")
+    assert (client["sslcert"], client["sslkey"], client["sslpassword"]) == (str(cert), str(key), "pw")
+    assert kwargs(f"{base}?unix_socket=/run/postgresql/.s.PGSQL.5432")["host"] == "/run/postgresql"
+    with pytest.raises(ConfigError, match="DATABASE_URL"):
+        DatabaseTarget.from_url(f"{base}?sslmode=disable")  # libpq's own names are not ours: refused
+
+
+def test_the_failed_ids_of_the_latest_pass_are_fetched_again(postgresql_url):
+    target = DatabaseTarget.from_url(postgresql_url)
+    connection = target.connect()
+    cursor = connection.cursor()
+    ensure_schema(cursor, target.dialect)
+    at = utcnow()
+    cursor.execute("INSERT INTO crawl_passes (start_id, end_id, started_at, finished_at) VALUES (1, 9, %s, %s)",
+                   (at, at))
+    stored = [ProductItem(i, f"Product {i}", Decimal("1.00"), 1, None, None, None, None, at) for i in (1, 2, 4)]
+    write_batch(cursor, target.dialect, stored, [(FailureItem(i, FAILED, 500, "http_500", 3), at) for i in (3, 5)],
+                1)
+    connection.commit()
+    connection.close()
+    with CatalogueApi() as api:
+        api.put([{"id": i, "name": f"Product {i}", "price": 2.5} for i in range(1, 10)])
+        result = run_crawl(settings={"API_BASE_URL": api.base_url, "DATABASE_URL": postgresql_url,
+                                     "PRODUCT_IDS": "failed"})
+        asked = sorted(a["path"] for a in api.arrivals())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert asked == ["/v1/product/3", "/v1/product/5"]
+    assert database_query(postgresql_url, "SELECT product_id, price, pass_id FROM products ORDER BY product_id") == [
+        (1, Decimal("1.00"), 1), (2, Decimal("1.00"), 1), (3, Decimal("2.50"), 2), (4, Decimal("1.00"), 1),
+        (5, Decimal("2.50"), 2)]
+    assert database_query(postgresql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]
+    assert database_query(postgresql_url, "SELECT pass_id, source_pass_id, stored FROM crawl_passes "
+                                          "ORDER BY pass_id") == [(1, None, None), (2, 1, 2)]

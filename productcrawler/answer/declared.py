@@ -26,6 +26,7 @@ from typing import Any
 
 from productcrawler.answer.payload import ABSENT, resolve
 from productcrawler.answer.payload import COLUMNS as ARTICLE_COLUMNS
+from productcrawler.storage.schema import column_type
 
 #: Columns of ``products`` a declared column may not take (the article's and the crawl's own).
 RESERVED = frozenset({*ARTICLE_COLUMNS, "id", "update_time", "created_at", "pass_id", "first_seen", "removed_at",
@@ -79,8 +80,6 @@ def parse_columns(raw: object, reserved: frozenset[str] = RESERVED) -> tuple[Dec
             raise ValueError(f"column {name!r} is one of the crawl's own; PRODUCT_FIELDS maps those")
         if name in columns:
             raise ValueError(f"column {name!r} is declared twice")
-        from productcrawler.storage.schema import column_type
-
         column_type(spec)  # ValueError: which types there are
         segments = tuple(path.split("."))
         if not path or any(not s.strip() or s != s.strip() for s in segments):

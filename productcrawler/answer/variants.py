@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from productcrawler.answer.cleaning import clean_count, clean_price
 from productcrawler.answer.declared import DeclaredColumn, clean_value, parse_columns
 from productcrawler.answer.payload import ABSENT, resolve
 from productcrawler.items import VariantItem
@@ -61,8 +62,6 @@ class VariantShape:
         return list(variants.values())
 
     def _variant(self, node: dict[str, Any], dropped: list[str], absent: list[str]) -> VariantItem | None:
-        from productcrawler.answer.cleaning import clean_count, clean_price
-
         paths = dict(self.fields)
         raw_id = resolve(node, paths["variant_id"])
         if type(raw_id) is str and raw_id.strip():

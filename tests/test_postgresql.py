@@ -64,3 +64,26 @@ def test_the_failed_ids_of_the_latest_pass_are_fetched_again(postgresql_url):
     assert database_query(postgresql_url, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]
     assert database_query(postgresql_url, "SELECT pass_id, source_pass_id, stored FROM crawl_passes "
                                           "ORDER BY pass_id") == [(1, None, None), (2, 1, 2)]
+
+
+def test_a_lost_server_is_a_connection_error_and_bad_data_is_not(postgresql_url, postgres_server):
+    import psycopg
+
+    from productcrawler.storage.errors import is_connection_error
+
+    with pytest.raises(psycopg.OperationalError) as refused:
+        psycopg.connect(host="127.0.0.1", port=postgres_server.port + 1, dbname="x", connect_timeout=2)
+    assert is_connection_error(refused.value)
+    target = DatabaseTarget.from_url(postgresql_url)
+    connection = target.connect()
+    ensure_schema(connection.cursor(), target.dialect)
+    with pytest.raises(psycopg.Error) as rejected:
+        connection.execute("INSERT INTO products (product_id, name, update_time) VALUES (1, NULL, now())")
+    assert not is_connection_error(rejected.value)  # a NOT NULL violation: the row, not the server
+    connection.rollback()
+    [(pid,)] = connection.execute("SELECT pg_backend_pid()").fetchall()
+    postgres_server.admin(f"SELECT pg_terminate_backend({pid})")
+    with pytest.raises(psycopg.Error) as lost:
+        connection.execute("SELECT 1")
+    assert is_connection_error(lost.value)
+    connection.close()

@@ -87,3 +87,27 @@ def test_a_lost_server_is_a_connection_error_and_bad_data_is_not(postgresql_url,
         connection.execute("SELECT 1")
     assert is_connection_error(lost.value)
     connection.close()
+
+
+def test_declared_columns_are_added_to_existing_tables_and_a_changed_type_is_refused(postgresql_url):
+    from productcrawler.storage.evolve import sa_connection
+    from productcrawler.storage.migrate import refuse_declared_types
+
+    target = DatabaseTarget.from_url(postgresql_url)
+    connection = target.connect()
+    ensure_schema(connection.cursor(), target.dialect)
+    at = utcnow()
+    write_batch(connection.cursor(), target.dialect,
+                [ProductItem(i, f"Product {i}", Decimal("1.00"), 1, None, None, None, None, at) for i in (1, 2)], [], 1)
+    connection.commit()
+    declared = (("sku", "text(8)"), ("tags", "json"), ("on_sale", "boolean"), ("seen", "datetime"))
+    ensure_schema(connection.cursor(), target.dialect, "int", declared)
+    assert database_query(postgresql_url, "SELECT product_id, name, sku, tags, on_sale, seen FROM products "
+                                          "ORDER BY product_id") == [
+        (1, "Product 1", None, None, None, None), (2, "Product 2", None, None, None, None)]
+    with sa_connection(connection, target.dialect) as schema:
+        refuse_declared_types(schema, declared)  # the same types: nothing to say
+        with pytest.raises(ConfigError, match=r"PRODUCT_COLUMNS declares sku:text\(16\), but products.sku is "
+                                              r"VARCHAR\(8\)"):
+            refuse_declared_types(schema, (("sku", "text(16)"),))
+    connection.close()

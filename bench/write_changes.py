@@ -1,8 +1,9 @@
 """Rows written and MariaDB CPU per pass at 3 % changed: this branch's writes, main's, the article's.
 
-Usage (by hand; MariaDB at 127.0.0.1:3306)::
+Usage (by hand; MariaDB at 127.0.0.1:3306; PostgreSQL: ``write_changes_pg.py``)::
 
     .venv/bin/python bench/write_changes.py                 # 50,000 products, 3 rounds
+    .venv/bin/python bench/write_changes.py --writers ours  # this branch's writer only
     .venv/bin/python bench/write_changes.py --ids 20000 --rounds 1 --changed 3
 
 Method. Each writer gets a fresh database (the project's DDL) and stores a
@@ -144,9 +145,14 @@ def main() -> None:
     parser.add_argument("--changed", type=float, default=3.0, help="percent of products changed in pass 2")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", default=BEFORE, help=f"the commit to compare with (default {BEFORE})")
+    parser.add_argument("--writers", default="ours,before,article",
+                        help="which writers to run, comma-separated (default all three)")
     args = parser.parse_args()
-    writers = {"ours": write_batches(ours_write_batch), "before": write_batches(before_write_batch(args.before)),
-               "article": article_write}
+    chosen = args.writers.split(",")
+    writers = {name: make() for name, make in (
+        ("ours", lambda: write_batches(ours_write_batch)),
+        ("before", lambda: write_batches(before_write_batch(args.before))),
+        ("article", lambda: article_write)) if name in chosen}
     first, second = items(args.ids, args.changed, changed=False), items(args.ids, args.changed, changed=True)
     monitor = mysql_connect()
     idle_status, idle_cpu = server_status(monitor), mariadb_cpu()
@@ -182,8 +188,10 @@ def main() -> None:
                  int(written), f"{median('Innodb_os_log_written') / 1e6:.1f}", f"{median('cpu'):.2f}",
                  f"{median('seconds'):.1f}")
         print("| " + " | ".join(str(c) for c in cells) + " |")
+    if "ours" not in medians:
+        return
     ours_written, ours_redo, ours_cpu = medians["ours"]
-    for name in ("before", "article"):
+    for name in (n for n in ("before", "article") if n in medians):
         written, redo, cpu = medians[name]
         print(f"ours / {name}: row writes {ours_written / written:.2f}x, redo {ours_redo / redo:.2f}x, "
               f"MariaDB CPU {ours_cpu / cpu:.2f}x")

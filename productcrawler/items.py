@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
+
+
+@dataclass
+class VariantItem:
+    """One variant of a product (VARIANTS), as stored in ``product_variants``."""
+
+    variant_id: str
+    sku: str | None
+    price: Decimal | None
+    stock: int | None
+    #: Its declared columns (VARIANT_FIELDS' name:type=path), by name.
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -20,6 +33,14 @@ class ProductItem:
     rating: Decimal | None
     sales_count: int | None
     update_time: datetime  # when it was fetched, UTC, naive (DATETIME has no zone)
+    #: The PRODUCT_COLUMNS values, by column name (answer/declared.py).
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: KEEP_ANSWER: the product's JSON as the API sent it (None: not kept, or over KEEP_ANSWER_MAX_BYTES)
+    #: and the SHA-256 of it, hex (None: KEEP_ANSWER is off). Written only when the digest changed.
+    answer: str | None = None
+    answer_digest: str | None = None
+    #: VARIANTS: its variants (None: not kept, or the answer had no list: the stored ones stay).
+    variants: list[VariantItem] | None = None
 
 
 MISSING = "missing"  # the API answered 404

@@ -145,6 +145,25 @@ def tls_mariadb(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> 
 
 
 @pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A PostgreSQL server of the session (tests/support/postgres.py)."""
+    from tests.support.postgres import PostgresServer
+
+    yield from _running(PostgresServer())
+
+
+@pytest.fixture
+def postgresql_url(postgres_server: Any) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database; dropped afterwards."""
+    name = f"pc_test_{uuid.uuid4().hex[:12]}"
+    postgres_server.admin(f"CREATE DATABASE {name}")
+    try:
+        yield postgres_server.url(name)
+    finally:
+        postgres_server.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
 def tls_redis(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> Iterator[Any]:
     """A Redis on TLS port 27379 only, with an ACL user and the default user off."""
     from tests.support.servers import TlsRedis

@@ -36,8 +36,8 @@ BAD = [
     ({"MAX_RETRIES": "-1"}, (), {}, ["MAX_RETRIES", "'-1'", "at least 0"]),
     ({"MAX_RETRIES": "two"}, (), {}, ["MAX_RETRIES", "'two'"]),
     ({"API_BASE_URL": "ftp://example.test/v1"}, (), {}, ["API_BASE_URL", "ftp://example.test/v1", "http"]),
-    ({"DATABASE_URL": "postgres://u:" + SECRET + "@127.0.0.1/db"}, (), {},
-     ["DATABASE_URL", "postgres://u:***@127.0.0.1/db", "unknown scheme"]),
+    ({"DATABASE_URL": "oracle://u:" + SECRET + "@127.0.0.1/db"}, (), {},
+     ["DATABASE_URL", "oracle://u:***@127.0.0.1/db", "unknown scheme"]),
     ({"DATABASE_URL": "mysql://root:" + SECRET + "@127.0.0.1:1/db"}, (), {},
      ["DATABASE_URL", "mysql://root:***@127.0.0.1:1/db", "cannot use the database"]),
     ({"DATABASE_URL": "mysql://nobody:" + SECRET + "@127.0.0.1:3306/db"}, (), {},
@@ -131,11 +131,11 @@ def test_any_other_start_up_failure_exits_1_and_shows_its_error(tmp_path):
 
 
 def test_a_setting_given_explicitly_wins_over_the_environment(tmp_path):
-    result = run_crawl("-a", "end_id=1", settings={"DATABASE_URL": "postgres://nowhere/x",
+    result = run_crawl("-a", "end_id=1", settings={"DATABASE_URL": "oracle://nowhere/x",
                                                     "MAX_REQUESTS_PER_SECOND": "5"},
                        env=crawl_env(DATABASE_URL=f"sqlite:///{tmp_path}/x.db", MAX_REQUESTS_PER_SECOND="0"))
     assert result.returncode == 2
-    assert "postgres://nowhere/x" in result.stderr
+    assert "oracle://nowhere/x" in result.stderr
     assert "MAX_REQUESTS_PER_SECOND" not in result.stderr
 
 

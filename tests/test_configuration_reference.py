@@ -25,6 +25,8 @@ def test_every_setting_the_code_reads_is_described_once():
 
 
 def shown(value: object) -> str:
+    if isinstance(value, bool):  # the page writes booleans as the settings take them: true, false
+        return str(value).lower()
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

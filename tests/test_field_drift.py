@@ -156,3 +156,16 @@ def test_a_redis_shared_pass_stops_too(api: DriftingApi, mysql_url: str, redis_p
     assert "stock (non-NULL in 100% of the 392 products pass" in error
     assert "the answers now carry the keys: product_id, name, price, category, brand, rating, sales_count;" in error
     assert products(mysql_url) == before
+
+
+def test_a_declared_column_that_vanishes_trips_too(api: DriftingApi, tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path}/products.db"
+    first = crawl(api, database, PRODUCT_COLUMNS="maker:text(32)=brand")
+    assert first.returncode == 0, first.stderr[-3000:]
+    api.shape(version=2, move={"brand": "vendor.name"})
+    # brand is mapped to its new place; the declared column still points at the old one.
+    second = crawl(api, database, PRODUCT_COLUMNS="maker:text(32)=brand", PRODUCT_FIELDS="brand=vendor.name")
+    assert second.returncode == 3, second.stderr[-3000:]
+    [error] = log_lines(second.stderr, "ERROR")
+    assert "maker (non-NULL in 100% of the 392 products pass 1 stored" in error
+    assert "brand (non-NULL" not in error

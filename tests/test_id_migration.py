@@ -137,6 +137,7 @@ def test_an_int_table_becomes_a_string_table_with_every_row_kept_as_text(store, 
                                                "AND sql IS NOT NULL")}
         # Every index survives the rebuild (v1's crawl_passes gets redis_token's index when the column is added).
         assert indexes == {"idx_category", "idx_brand", "idx_outcome", "idx_changes_product", "idx_changes_pass",
+                           "idx_variants_sku",
                            *(["uk_redis_token"] if store.generation == "v1" else [])}
         assert store.execute("SELECT DISTINCT typeof(product_id) FROM products") == [("text",)]
     if store.generation == "today":

@@ -25,10 +25,10 @@ def missing(product_id: int) -> FailureItem:
     return FailureItem(product_id, MISSING, 404, "http_404", 1)
 
 
-@pytest.fixture(params=["mysql", "sqlite"])
+@pytest.fixture(params=["mysql", "sqlite", "postgresql"])
 def database(request, tmp_path):
-    url = (request.getfixturevalue("mysql_url") if request.param == "mysql"
-           else f"sqlite:///{tmp_path / 'changes.db'}")
+    url = (f"sqlite:///{tmp_path / 'changes.db'}" if request.param == "sqlite"
+           else request.getfixturevalue(f"{request.param}_url"))
     target = DatabaseTarget.from_url(url)
     connection = target.connect()
     ensure_schema(connection.cursor(), target.dialect)

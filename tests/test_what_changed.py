@@ -5,7 +5,6 @@ MariaDB and SQLite; and a Redis-shared pass whose rows carry its crawl_passes id
 from __future__ import annotations
 
 import re
-import sqlite3
 from datetime import datetime
 from decimal import Decimal
 
@@ -13,7 +12,7 @@ import pytest
 
 from tests.support.crawls import crawl_env, run_crawl, run_scrapy
 from tests.support.imitations.changing_catalogue import CatalogueApi
-from tests.support.services import REDIS_URL, mysql_query
+from tests.support.services import REDIS_URL, database_query, mysql_query
 
 END = 200
 ABSENT = {13, 77}  # never in the catalogue: 404 in every pass
@@ -51,22 +50,15 @@ def api():
         yield server
 
 
-@pytest.fixture(params=["mysql", "sqlite"])
+@pytest.fixture(params=["mysql", "sqlite", "postgresql"])
 def database_url(request, tmp_path):
-    if request.param == "mysql":
-        return request.getfixturevalue("mysql_url")
-    return f"sqlite:///{tmp_path / 'changes.db'}"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'changes.db'}"
+    return request.getfixturevalue(f"{request.param}_url")
 
 
 def query(url: str, sql: str) -> list[tuple]:
-    if url.startswith("mysql"):
-        found = mysql_query(url, sql)
-    else:
-        connection = sqlite3.connect(url[len("sqlite:///"):])
-        try:
-            found = connection.execute(sql).fetchall()
-        finally:
-            connection.close()
+    found = database_query(url, sql)
     return [tuple(v.strftime("%Y-%m-%d %H:%M:%S") if isinstance(v, datetime) else v for v in row) for row in found]
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 from price_parser import Price
 from w3lib.html import remove_tags, replace_entities
 
+from productcrawler.answer.declared import DeclaredColumn, clean_declared
 from productcrawler.answer.payload import ABSENT, DEFAULT_SHAPE, BadResponse, PayloadShape
 from productcrawler.items import ProductItem
 
@@ -37,6 +38,8 @@ __all__ = ["BadResponse", "clean_count", "clean_label", "clean_name", "clean_pri
 if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
+
+    from productcrawler.answer.variants import VariantShape
 
 _T = TypeVar("_T")
 
@@ -69,7 +72,8 @@ _UNWANTED_CHARS = re.compile("[<>\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 def parse_product(
     body: bytes, requested_id: int | str, fetched_at: datetime, shape: PayloadShape = DEFAULT_SHAPE,
-    absent: list[str] | None = None,
+    absent: list[str] | None = None, *, declared: tuple[DeclaredColumn, ...] = (),
+    variants: VariantShape | None = None,
 ) -> tuple[ProductItem, list[str]]:
     """Decode, validate and clean one API response body.
 
@@ -79,17 +83,21 @@ def parse_product(
     answer does not have at all are appended to ``absent`` if given. Raises
     ``BadResponse`` when the body is not a product.
     """
-    return clean_product(_decode(body), requested_id, fetched_at, shape, absent)
+    return clean_product(_decode(body), requested_id, fetched_at, shape, absent, declared=declared,
+                         variants=variants)
 
 
 def clean_product(
     answer: object, requested_id: int | str | None, fetched_at: datetime, shape: PayloadShape = DEFAULT_SHAPE,
-    absent: list[str] | None = None, *, id_type: str = "int",
+    absent: list[str] | None = None, *, id_type: str = "int", declared: tuple[DeclaredColumn, ...] = (),
+    variants: VariantShape | None = None,
 ) -> tuple[ProductItem, list[str]]:
     """Validate and clean one decoded product (a whole answer, or one product of a listing page).
 
     ``requested_id``: the id asked for, which the answer's must equal; None for a listed product,
-    whose id is its own (of ``id_type``, PRODUCT_ID_TYPE). Otherwise as :func:`parse_product`.
+    whose id is its own (of ``id_type``, PRODUCT_ID_TYPE). ``declared``: the PRODUCT_COLUMNS, whose
+    paths start at ``answer``; ``variants``: where its variants are (VARIANTS). Otherwise as
+    :func:`parse_product`.
     """
     if absent is None:
         absent = []
@@ -117,6 +125,12 @@ def clean_product(
         sales_count=_optional(data, "sales_count", clean_count, dropped, absent),
         update_time=fetched_at,  # the payload's own timestamp is not trusted
     )
+    if declared:
+        item.extra = clean_declared(answer, declared, dropped, absent)
+    if variants is not None:
+        item.variants = variants.variants(answer, dropped, absent)
+        if item.variants:
+            item.price, item.stock = variants.derive(item.price, item.stock, item.variants)
     return item, dropped
 
 

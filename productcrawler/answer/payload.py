@@ -127,7 +127,7 @@ class PayloadShape:
         values: dict[str, Any] = {}
         for column, path, keys in self._plan:
             if path is not None:
-                values[column] = _resolve(data, path)
+                values[column] = resolve(data, path)
             elif product is None:
                 values[column] = ABSENT
             else:
@@ -165,7 +165,7 @@ class PayloadShape:
     def _product_object(self, data: dict[str, Any]) -> dict[str, Any] | None:
         id_parent = self._id_parent
         if id_parent is not None:
-            found = _resolve(data, id_parent) if id_parent else data
+            found = resolve(data, id_parent) if id_parent else data
             return found if type(found) is dict else None
         if "product_id" in data or "id" in data:
             return data
@@ -189,7 +189,7 @@ class PayloadShape:
 DEFAULT_SHAPE = PayloadShape()
 
 
-def _resolve(node: Any, path: _Path) -> Any:
+def resolve(node: Any, path: _Path) -> Any:
     for segment in path:
         if type(node) is dict:
             node = node.get(segment, ABSENT)

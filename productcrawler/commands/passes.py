@@ -79,7 +79,9 @@ def passes_table(summaries: list[PassSummary], shown: int | None = None) -> list
     if not summaries:
         return ["No pass has started yet."]
     rows = summaries if shown is None else summaries[:shown]
-    columns = [c for c in COVERAGE_COLUMNS if any(c in s.coverage for s in summaries)]
+    # The article's columns first, then the declared ones (PRODUCT_COLUMNS) in the order the passes recorded them.
+    recorded = dict.fromkeys(c for s in reversed(summaries) for c in s.coverage)
+    columns = [c for c in COVERAGE_COLUMNS if c in recorded] + [c for c in recorded if c not in COVERAGE_COLUMNS]
     header = ["pass", "started", "finished", "duration", *_COUNTS, *columns]
     table = [header]
     for index, summary in enumerate(rows):

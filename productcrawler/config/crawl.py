@@ -17,7 +17,9 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.settings import BaseSettings as _BaseSettings
 from w3lib.url import safe_url_string
 
+from productcrawler.answer.declared import DeclaredColumn, parse_columns
 from productcrawler.answer.payload import PayloadShape
+from productcrawler.answer.variants import VariantShape, parse_variant_shape
 from productcrawler.config.addon import ENVIRONMENT_PRIORITY
 from productcrawler.config.auth import ApiAuth, api_auth, api_key
 from productcrawler.config.defaults import DEFAULTS, HEARTBEAT_INTERVAL, RATE_LIMIT_HEADER_FORMATS
@@ -67,23 +69,35 @@ MAX_HEARTBEAT_TTL = 24 * 3600
 TRACKABLE_COLUMNS = ("name", "price", "stock", "category", "brand", "rating", "sales_count")
 
 
-def track_changes(raw: Any) -> tuple[str, ...]:
-    """TRACK_CHANGES: comma-separated column names, ``all`` or ``none``; in the table's order."""
+def product_columns(raw: Any) -> tuple[DeclaredColumn, ...]:
+    """PRODUCT_COLUMNS: ``name:type=path,...`` (answer/declared.py)."""
+    try:
+        return parse_columns(raw)
+    except ValueError as error:
+        raise ConfigError(f"PRODUCT_COLUMNS={raw!r}: {error}") from None
+
+
+def track_changes(raw: Any, declared: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """TRACK_CHANGES: comma-separated column names, ``all`` or ``none``; in the table's order.
+
+    ``declared``: the PRODUCT_COLUMNS names, which it may name too (``all`` includes them).
+    """
+    trackable = (*TRACKABLE_COLUMNS, *declared)
     value = text(raw if isinstance(raw, str) else ",".join(raw) if raw is not None else None)
     if value is None:
         raise ConfigError("TRACK_CHANGES is empty; expected column names (e.g. price,stock), all or none")
     names = [name.strip().lower() for name in value.split(",") if name.strip()]
     if names == ["all"]:
-        return TRACKABLE_COLUMNS
+        return trackable
     if names == ["none"]:
         return ()
     if not names:
         raise ConfigError(f"TRACK_CHANGES={value!r} names no column; expected column names, all or none")
-    unknown = [name for name in names if name not in TRACKABLE_COLUMNS]
+    unknown = [name for name in names if name not in trackable]
     if unknown:
         raise ConfigError(f"TRACK_CHANGES={value!r}: unknown column {', '.join(map(repr, unknown))}; expected "
-                          f"some of {', '.join(TRACKABLE_COLUMNS)}, or all, or none")
-    return tuple(column for column in TRACKABLE_COLUMNS if column in names)
+                          f"some of {', '.join(trackable)}, or all, or none")
+    return tuple(column for column in trackable if column in names)
 
 
 def common_prefix(list_url: str, product_prefix: str | None) -> str:
@@ -229,6 +243,10 @@ class CrawlConfig:
     metrics_address: str
     metrics_linger: float
     product_fields: PayloadShape
+    #: PRODUCT_COLUMNS: the user's own columns of products.
+    product_columns: tuple[DeclaredColumn, ...]
+    #: VARIANTS, VARIANT_FIELDS, PRODUCT_*_FROM_VARIANTS: variants as rows (None: not kept).
+    variants: VariantShape | None
     guard_auth_failures: int
     guard_not_products: int
     guard_404_streak: int
@@ -251,6 +269,9 @@ class CrawlConfig:
     list_removals: bool = True
     #: PRODUCT_IDS=list: the listing supplies the ids, each product is fetched by PRODUCT_URL.
     ids_from_listing: bool = False
+    #: KEEP_ANSWER, KEEP_ANSWER_MAX_BYTES: the raw answer in products.answer, up to this size.
+    keep_answer: bool = False
+    keep_answer_max_bytes: int = 262144
     #: The LIST_* settings: how the listing's pages and products are found.
     list_options: ListingOptions = field(default_factory=ListingOptions)
     #: INCREMENTAL_LAG: seconds before the last complete pass's start that {since} goes back.
@@ -322,6 +343,13 @@ class CrawlConfig:
         refuse_credentials("API_BASE_URL", api_base_url)
         product_urls = ProductUrl.parse(get("PRODUCT_URL"), api_base_url)
         given = text(get("PRODUCT_URL")) is not None
+        declared = product_columns(get("PRODUCT_COLUMNS"))
+        try:
+            variants = parse_variant_shape(get("VARIANTS"), get("VARIANT_FIELDS"),
+                                           get("PRODUCT_PRICE_FROM_VARIANTS"), get("PRODUCT_STOCK_FROM_VARIANTS"))
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        trackable = (*(c.name for c in declared), *(c.name for c in (variants.declared if variants else ())))
         list_url = None
         if text(get("PRODUCT_LIST_URL")) is not None:
             query = None if text(get("PRODUCT_LIST_QUERY")) is None else GraphqlQuery.parse(
@@ -371,6 +399,8 @@ class CrawlConfig:
             metrics_address=metrics_address,
             metrics_linger=number("METRICS_LINGER", get("METRICS_LINGER"), float, minimum=0),
             product_fields=product_fields(get("PRODUCT_FIELDS")),
+            product_columns=declared,
+            variants=variants,
             guard_auth_failures=number("GUARD_AUTH_FAILURES", get("GUARD_AUTH_FAILURES"), int, minimum=0),
             guard_not_products=number("GUARD_NOT_PRODUCTS", get("GUARD_NOT_PRODUCTS"), int, minimum=0),
             guard_404_streak=number("GUARD_404_STREAK", get("GUARD_404_STREAK"), int, minimum=0),
@@ -383,9 +413,11 @@ class CrawlConfig:
             api_auth=api_auth(get("API_AUTH"), key, get("API_HEADERS"), api_prefix),
             guard_field_drift=field_drift(get("GUARD_FIELD_DRIFT"), FIELD_DRIFT_MIN_SAMPLE),
             pushgateway_url=pushgateway_url(get("PUSHGATEWAY_URL")),
-            track_changes=track_changes(get("TRACK_CHANGES")),
+            track_changes=track_changes(get("TRACK_CHANGES"), tuple(dict.fromkeys(trackable))),
             list_url=list_url,
             list_removals=flag("LIST_REMOVALS", get("LIST_REMOVALS")),
+            keep_answer=flag("KEEP_ANSWER", get("KEEP_ANSWER")),
+            keep_answer_max_bytes=number("KEEP_ANSWER_MAX_BYTES", get("KEEP_ANSWER_MAX_BYTES"), int, minimum=1),
             list_options=list_options(get),
             ids_from_listing=ids_from_listing,
             incremental_lag=duration("INCREMENTAL_LAG", get("INCREMENTAL_LAG")),

@@ -83,6 +83,17 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_LINGER": 0.0,
     # Where the product is in the API's answer (answer/payload.py); None: the default rules.
     "PRODUCT_FIELDS": None,
+    # Keep each product's JSON as the API sent it (products.answer), written when its digest changed.
+    "KEEP_ANSWER": False,
+    "KEEP_ANSWER_MAX_BYTES": 262144,
+    # Variants as rows (answer/variants.py): the list's path, each variant's columns, and
+    # whether the product's price (min, max) and stock (sum) come from its variants.
+    "VARIANTS": None,
+    "VARIANT_FIELDS": None,
+    "PRODUCT_PRICE_FROM_VARIANTS": None,
+    "PRODUCT_STOCK_FROM_VARIANTS": None,
+    # Columns of the user's own (answer/declared.py): name:type=path,...; None: none.
+    "PRODUCT_COLUMNS": None,
     # The products columns whose changes product_changes records: names, "all" or "none".
     "TRACK_CHANGES": "price,stock",
     # The wholesale-failure guard (guard/failure_guard.py): answers in a row (or

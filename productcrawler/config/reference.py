@@ -147,9 +147,12 @@ REFERENCE: tuple[Setting, ...] = (
             'a `Retry-After` above this many seconds is capped',
             default='300'),
     Setting(('DATABASE_URL',), 'storage', 'URL',
-            '`mysql://user:password@host:port/db` (PyMySQL) or `sqlite:///relative/path.db` / '
-            '`sqlite:////absolute/path.db`; MySQL takes the query options `ssl_ca`, `ssl_cert`, '
+            '`mysql://user:password@host:port/db` (PyMySQL; MariaDB too), '
+            '`postgresql://user:password@host:port/db` (psycopg 3) or `sqlite:///relative/path.db` / '
+            '`sqlite:////absolute/path.db`; MySQL and PostgreSQL take the query options `ssl_ca`, `ssl_cert`, '
             '`ssl_key`, `ssl_key_password`, `ssl_verify_cert`, `ssl_verify_identity`, `unix_socket` '
+            "(for PostgreSQL: libpq's `sslrootcert`, `sslmode=verify-ca`/`verify-full`, `sslcert`, `sslkey`, "
+            '`sslpassword`, the socket directory) '
             '(see [TLS and Redis '
             'Cluster](operations.md#managed-mysql-and-redis-tls-acl-users-redis-cluster)); any other '
             'option stops the crawl at start. A password with `?`, `#`, `/` or `@` in it must be '
@@ -208,9 +211,43 @@ REFERENCE: tuple[Setting, ...] = (
             'the default rules',
             default='unset: `id` or `product_id`, `name` or `title`, other columns by name, one '
                     'envelope level unwrapped'),
+    Setting(('PRODUCT_COLUMNS',), 'api', 'name:type=path list',
+            'columns of your own in `products`: `name:type=path,...`, e.g. '
+            '`sku:text(64)=product.variants.0.sku,compare_at:decimal(10,2)=product.variants.0.compare_at_price,'
+            'updated_at:datetime=product.updated_at,tags:json=product.tags`; types `text(N)`, `integer`, '
+            '`decimal(P,S)`, `boolean`, `datetime` (ISO 8601 with an offset, stored UTC), `json`; paths from '
+            "the answer's root, a list's item by its position. Cleaned like the article's columns (an "
+            'unusable value is NULL, counted `cleaning/invalid/<column>`; a missing one '
+            '`cleaning/absent/<column>`); added to an existing table at start with every row kept; a column '
+            "whose type differs from the table's exits 2 (see [The API's answer]"
+            '(payload.md#columns-of-your-own-product_columns))',
+            default='unset: the article\'s eight columns'),
+    Setting(('VARIANTS',), 'api', 'path',
+            "where a product's list of variants is in the answer (`product.variants`, `variants`, "
+            "`data.variants`; GraphQL's `variants.edges`, read node by node): one row per variant in "
+            '`product_variants`, written with its product; a variant missing from a later answer is marked '
+            'removed, not deleted (see [What changed](what-changed.md#variants-as-rows))',
+            default='unset: variants are not kept'),
+    Setting(('VARIANT_FIELDS',), 'api', 'column=path list',
+            "each variant's columns by paths relative to the variant: `variant_id` (required), `sku`, "
+            '`price`, `stock`, and columns of your own as in PRODUCT_COLUMNS (`name:type=path`), e.g. '
+            '`variant_id=id,sku=sku,price=price,stock=inventory_quantity,'
+            'compare_at:decimal(10,2)=compare_at_price`; TRACK_CHANGES may name the declared ones',
+            default='unset'),
+    Setting(('PRODUCT_PRICE_FROM_VARIANTS', 'PRODUCT_STOCK_FROM_VARIANTS'), 'api', '`min`/`max`, `sum`',
+            "the product's price as the lowest (`min`) or highest (`max`) of its variants' prices, its "
+            "stock as the sum of its variants' stocks (a product without variants keeps its own)",
+            default='unset, unset'),
+    Setting(('KEEP_ANSWER', 'KEEP_ANSWER_MAX_BYTES'), 'storage', 'boolean, bytes',
+            "keep each product's JSON as the API sent it in `products.answer` (MySQL/MariaDB `JSON`, SQLite "
+            'text, PostgreSQL `jsonb`) with its SHA-256 in `answer_digest`; written only when the digest '
+            'changed. A larger answer keeps its digest alone and is counted `answers/too_large` (see '
+            '[What changed](what-changed.md#the-answer-as-received-keep_answer))',
+            default='false, 262144'),
     Setting(('TRACK_CHANGES',), 'storage', 'column list',
             'the `products` columns whose changes `product_changes` records, comma-separated (`name`,'
-            ' `price`, `stock`, `category`, `brand`, `rating`, `sales_count`), `all` or `none` (see '
+            ' `price`, `stock`, `category`, `brand`, `rating`, `sales_count`, and the PRODUCT_COLUMNS '
+            'names), `all` or `none` (see '
             '[docs/what-changed.md](what-changed.md)); an unknown column exits 2',
             default='price,stock'),
     Setting(('GUARD_AUTH_FAILURES',), 'guard', 'whole number ≥ 0',

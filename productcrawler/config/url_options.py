@@ -96,6 +96,9 @@ MYSQL_OPTIONS: dict[str, Callable[[str], Any]] = {
     "unix_socket": _text,  # connect through this socket instead of TCP
 }
 
+#: DATABASE_URL options for PostgreSQL: MySQL's names and meanings (storage/postgresql.py maps them to libpq's).
+POSTGRESQL_OPTIONS = MYSQL_OPTIONS
+
 #: redis-py URL options accepted in REDIS_URL (every client kind takes them,
 #: the cluster ones included).
 REDIS_OPTIONS: dict[str, Callable[[str], Any]] = {

@@ -28,6 +28,9 @@ from productcrawler.config.url_options import (
     secret_values,
 )
 
+#: DATABASE_URL schemes of PostgreSQL (psycopg); they take MySQL's query options.
+POSTGRESQL_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+
 
 class ConfigError(ValueError):
     """A setting of the contract has a value the crawl cannot run with."""
@@ -300,7 +303,7 @@ def _options_error(url: str, error: ValueError) -> str:
 def _database_url(url: str) -> str:
     name = "DATABASE_URL"
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    if scheme in ("mysql", "mysql+pymysql"):
+    if scheme in ("mysql", "mysql+pymysql", *POSTGRESQL_SCHEMES):
         parts = urlsplit(url)
         try:
             options = parse_options(parts.query, MYSQL_OPTIONS)
@@ -308,7 +311,7 @@ def _database_url(url: str) -> str:
             raise ConfigError(f"{name}={shown(name, url)} {_options_error(url, error)}") from None
         if not (parts.hostname or "unix_socket" in options) or not parts.path.strip("/"):
             raise ConfigError(f"{name}={shown(name, url)} needs a host and a database name: "
-                              "mysql://user:password@host:port/db")
+                              f"{scheme}://user:password@host:port/db")
         try:
             parts.port  # noqa: B018 - raises on a non-numeric port
         except ValueError:
@@ -322,7 +325,7 @@ def _database_url(url: str) -> str:
                               "or sqlite:////absolute/path.db")
         return url
     raise ConfigError(f"{name}={shown(name, url)} has an unknown scheme {scheme or '(none)'!r}; "
-                      "expected mysql:// or sqlite:///")
+                      "expected mysql://, postgresql:// or sqlite:///")
 
 
 #: REDIS_URL schemes: a single server (TCP, TLS, Unix socket) or a Redis Cluster.

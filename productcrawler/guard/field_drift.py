@@ -90,6 +90,8 @@ class FieldDrift:
         self.stats = crawler.stats
         self.sample_size = config.guard_field_drift
         self.shape = config.product_fields
+        #: The columns a baseline may show: the article's optional ones and the declared (PRODUCT_COLUMNS).
+        self.columns = (*OPTIONAL_COLUMNS, *(column.name for column in config.product_columns))
         self._stop = stop  # the guard's: stop the crawl with this diagnosis
         #: True until the check is decided: the spider reports each product answer's keys meanwhile.
         self.sampling = True
@@ -132,7 +134,7 @@ class FieldDrift:
         self._sampled += len(items)
         for item in items:
             for column in self._watched:
-                if getattr(item, column) is None:
+                if (item.extra.get(column) if column in item.extra else getattr(item, column, None)) is None:
                     self._nulls[column] += 1
         held: Deferred[None] = Deferred()
         self._held.append(held)
@@ -174,7 +176,7 @@ class FieldDrift:
             last = None
         self._last = last
         if last is not None:
-            self._watched = tuple(column for column in OPTIONAL_COLUMNS
+            self._watched = tuple(column for column in self.columns
                                   if last.coverage.get(column, 0.0) >= DRIFT_SHARE)
             self._nulls = dict.fromkeys(self._watched, 0)
         if not self._watched:

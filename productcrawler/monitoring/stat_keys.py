@@ -62,6 +62,10 @@ PRODUCTS_UNCHANGED = f"{PREFIX}/products/unchanged"
 PRODUCTS_REMOVED = f"{PREFIX}/products/removed"
 PRODUCTS_RETURNED = f"{PREFIX}/products/returned"
 CHANGE_ROWS = f"{PREFIX}/products/change_rows"
+#: KEEP_ANSWER: raw answers written (new or changed: their digest differed), and answers over
+#: KEEP_ANSWER_MAX_BYTES, whose digest alone is kept.
+ANSWERS_WRITTEN = f"{PREFIX}/answers/written"
+ANSWERS_TOO_LARGE = f"{PREFIX}/answers/too_large"
 
 GUARD_HELD = f"{PREFIX}/guard/held"  # outcomes held back while a streak was open
 GUARD_DROPPED = f"{PREFIX}/guard/dropped"  # held outcomes dropped when the guard tripped

@@ -163,5 +163,6 @@ class DatabasePass(OneProcessPass):
                         "the next run resumes it", self.info.pass_id, done, self.total, reason)
             return False
         first, last = (self.ids.start, self.ids.end) if isinstance(self.ids, RangeIds) else (None, None)
-        await self._run(finish_with_summary, self.info.pass_id, first, last, utcnow(), tracking=self.tracking)
+        await self._run(finish_with_summary, self.info.pass_id, first, last, utcnow(), tracking=self.tracking,
+                        declared=self.database.declared_names)
         return True

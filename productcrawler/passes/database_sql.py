@@ -91,12 +91,12 @@ def open_pass(cursor: Any, dialect: Dialect, start_id: int, end_id: int, *, fres
     if row is not None:
         cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}",
                        (dialect.value(now), row[0]))
-    cursor.execute(
-        f"INSERT INTO crawl_passes (start_id, end_id, started_at, ids_digest, ids_count, source_pass_id) "
-        f"VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
+    pass_id = dialect.inserted_id(
+        cursor, f"INSERT INTO crawl_passes (start_id, end_id, started_at, ids_digest, ids_count, source_pass_id) "
+                f"VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
         (start_id, end_id, dialect.value(now), digest, None if digest is None else end_id, source_pass_id),
-    )
-    return PassInfo(int(cursor.lastrowid), start_id, end_id, now, resumed=False)
+        PASS_COLUMN)
+    return PassInfo(pass_id, start_id, end_id, now, resumed=False)
 
 
 def finish_pass(cursor: Any, dialect: Dialect, pass_id: int, now: datetime) -> None:
@@ -175,16 +175,22 @@ def shared_pass_row(cursor: Any, dialect: Dialect, token: str, start_id: int, en
     row = cursor.fetchone()
     if row is not None:
         return int(row[0])
+    # PostgreSQL aborts the whole transaction at an error: a savepoint keeps it usable.
+    savepoint = dialect.name == "postgresql"
+    if savepoint:
+        cursor.execute("SAVEPOINT shared_pass_row")
     try:
-        cursor.execute(f"INSERT INTO crawl_passes (start_id, end_id, started_at, redis_token, ids_digest, "
-                       f"ids_count, source_pass_id) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})",
-                       (start_id, end_id, dialect.value(started_at), token, digest,
-                        None if digest is None else end_id, source_pass_id))
-        return int(cursor.lastrowid)
+        return dialect.inserted_id(
+            cursor, f"INSERT INTO crawl_passes (start_id, end_id, started_at, redis_token, ids_digest, "
+                    f"ids_count, source_pass_id) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})",
+            (start_id, end_id, dialect.value(started_at), token, digest, None if digest is None else end_id,
+             source_pass_id), PASS_COLUMN)
     except Exception:
+        if savepoint:
+            cursor.execute("ROLLBACK TO SAVEPOINT shared_pass_row")
         # Another instance made it meanwhile (the token is unique): its row is the pass's. A
-        # locking read on MySQL: a plain one would read this transaction's snapshot, from before it.
-        cursor.execute(select + (" FOR UPDATE" if dialect.name == "mysql" else ""), (token,))
+        # locking read: a plain one would read this transaction's snapshot, from before it.
+        cursor.execute(select + ("" if dialect.name == "sqlite" else " FOR UPDATE"), (token,))
         row = cursor.fetchone()
         if row is None:
             raise

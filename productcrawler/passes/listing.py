@@ -130,7 +130,7 @@ class ListingPass(OneProcessPass):
                         "the next run resumes it", self.info.pass_id, len(self._done), self.total, reason)
             return False
         await self._run(finish_with_summary, self.info.pass_id, None, None, utcnow(), tracking=self.tracking,
-                        listing_removals=self.config.list_removals)
+                        listing_removals=self.config.list_removals, declared=self.database.declared_names)
         return True
 
 

@@ -74,11 +74,10 @@ def open_listing_pass(cursor: Any, dialect: Dialect, url: ListUrl, *, fresh: boo
     if row is not None:
         cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p}", (dialect.value(now), row[0]))
     since = listing_since(cursor, dialect, url, now, lag, full_every)
-    cursor.execute(f"INSERT INTO crawl_passes (start_id, end_id, started_at, ids_digest, ids_count, list_since) "
-                   f"VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
-                   (LISTING_START, LISTING_END, dialect.value(now), digest, 0,
-                    None if since is None else dialect.value(since)))
-    pass_id = int(cursor.lastrowid)
+    pass_id = dialect.inserted_id(cursor, f"INSERT INTO crawl_passes (start_id, end_id, started_at, ids_digest, "
+                                          f"ids_count, list_since) VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
+                                  (LISTING_START, LISTING_END, dialect.value(now), digest, 0,
+                                   None if since is None else dialect.value(since)), PASS_COLUMN)
     reveal(cursor, dialect, pass_id, {1: url.first_locator(since)})
     return PassInfo(pass_id, LISTING_START, LISTING_END, now, resumed=False)
 

@@ -58,7 +58,8 @@ class SharedPassRecord:
         first, last = (ids.start, ids.end) if isinstance(ids, RangeIds) else (None, None)
         try:
             return await self._run(finish_with_summary, pass_id, first, last, utcnow(),
-                                   tracking=self.tracking, listing_removals=listing_removals)
+                                   tracking=self.tracking, listing_removals=listing_removals,
+                                   declared=self.database.declared_names)
         except Exception as error:
             if not is_connection_error(error):
                 raise

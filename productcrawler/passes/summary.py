@@ -73,7 +73,8 @@ COVERAGE_COLUMNS = ("price", "stock", "category", "brand", "rating", "sales_coun
 
 def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int | None, last: int | None,
                         now: datetime,
-                        *, tracking: bool = True, listing_removals: bool | None = None) -> bool:
+                        *, tracking: bool = True, listing_removals: bool | None = None,
+                        declared: tuple[str, ...] = ()) -> bool:
     """Mark a complete pass finished and write its summary, unless it is finished already.
 
     True if this call did. The conditional update makes it once per pass
@@ -84,6 +85,7 @@ def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int 
     ``listing_removals``: None for a pass by id; for a listing pass, whether a complete listing (no page
     failed, no ``{since}``) removes the stored products it did not list (``mark_unlisted``). Its ``failed``
     counts pages.
+    ``declared``: the PRODUCT_COLUMNS names, whose coverage is recorded too.
     """
     p = dialect.placeholder
     cursor.execute(f"UPDATE crawl_passes SET finished_at = {p} WHERE pass_id = {p} AND finished_at IS NULL",
@@ -111,11 +113,12 @@ def finish_with_summary(cursor: Any, dialect: Dialect, pass_id: int, first: int 
         if listing_removals and not counts["failed"] and lists_everything(cursor, dialect, pass_id):
             counts["removed"] = mark_unlisted(cursor, dialect, pass_id, now, tracking=tracking)
     within, bounds = id_bounds(dialect, first, last)
-    cursor.execute(f"SELECT {', '.join(f'COUNT({c})' for c in COVERAGE_COLUMNS)} FROM products "
+    covered = (*COVERAGE_COLUMNS, *declared)
+    cursor.execute(f"SELECT {', '.join(f'COUNT({c})' for c in covered)} FROM products "
                    f"WHERE {within}{PASS_COLUMN} = {p}", (*bounds, pass_id))
     present = cursor.fetchone()
     stored = counts["stored"] or 0
-    coverage = {c: round(int(n) / stored, 4) for c, n in zip(COVERAGE_COLUMNS, present, strict=True)} if stored else {}
+    coverage = {c: round(int(n) / stored, 4) for c, n in zip(covered, present, strict=True)} if stored else {}
     cursor.execute(f"UPDATE crawl_passes SET {', '.join(f'{c} = {p}' for c in SUMMARY_COUNTS)}, coverage = {p} "
                    f"WHERE pass_id = {p}",
                    (*(counts[c] for c in SUMMARY_COUNTS), json.dumps(coverage, sort_keys=True), pass_id))

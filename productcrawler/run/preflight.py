@@ -16,7 +16,8 @@ from productcrawler.proxies.config import ProxyConfig
 from productcrawler.ratelimit.middleware import check_handlers, rate_limit_enabled
 from productcrawler.redis_connection import is_cluster, redis_client, reply_text
 from productcrawler.spiders.products import FRESH_WORDS
-from productcrawler.storage.migrate import refuse_id_type
+from productcrawler.storage.evolve import sa_connection
+from productcrawler.storage.migrate import refuse_declared_types, refuse_id_type
 from productcrawler.storage.target import DatabaseTarget
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ def check(settings: BaseSettings, spider_args: dict[str, Any]) -> CrawlConfig:
     if rate_limit_enabled(settings):
         check_handlers(settings)
     ProxyConfig.from_settings(settings)
-    _check_database(config.database_url, config.id_type)
+    _check_database(config.database_url, config.id_type, tuple((c.name, c.spec) for c in config.product_columns),
+                    config.variants.declared_spec if config.variants else ())
     if config.redis_url is not None:
         _check_redis(config.redis_url)
         fresh = str(spider_args.get("fresh", "")).strip().lower() in FRESH_WORDS
@@ -68,15 +70,20 @@ def _unusable(target: DatabaseTarget, url: str, error: Exception) -> ConfigError
                        f"{describe(error, url, tls_option='ssl_ca')}")
 
 
-def _check_database(url: str, id_type: str = "int") -> None:
+def _check_database(url: str, id_type: str = "int", declared: tuple[tuple[str, str], ...] = (),
+                    variant_declared: tuple[tuple[str, str], ...] = ()) -> None:
     target, connection = connect_database(url, connect_timeout=CONNECT_TIMEOUT)
-    # Reach it, and refuse ids the tables cannot hold: the pipeline creates and
+    # Reach it, and refuse ids the tables cannot hold and declared columns of another type
+    # than the table's (nothing is changed then): the pipeline creates and
     # migrates the tables as the spider opens, whatever started the crawl, so that is done in one place.
     try:
         cursor = connection.cursor()
         cursor.execute("SELECT 1")
         cursor.fetchall()
-        refuse_id_type(cursor, target.dialect, id_type)
+        with sa_connection(connection, target.dialect) as schema:
+            refuse_id_type(schema, id_type)
+            refuse_declared_types(schema, declared)
+            refuse_declared_types(schema, variant_declared, "product_variants", "VARIANT_FIELDS")
     except ConfigError:
         raise
     except Exception as error:  # noqa: BLE001

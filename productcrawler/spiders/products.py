@@ -19,10 +19,11 @@ from w3lib.url import safe_url_string
 
 from productcrawler import signals as signals_
 from productcrawler.answer.cleaning import BadResponse, clean_product, decode_answer, parse_product
+from productcrawler.answer.kept import keep_answer
 from productcrawler.config import CrawlConfig
 from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import exception_detail, exception_reason, known_reason
-from productcrawler.items import FAILED, MISSING, FailureItem, PageItem
+from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.listing import ListingError
 from productcrawler.listing.graphql import GraphqlErrors, cost_wait
 from productcrawler.listing.listed import ListedProducts
@@ -178,7 +179,8 @@ class ProductsSpider(Spider):
         product_id = request.meta["product_id"]
         absent: list[str] = []
         try:
-            item, dropped = parse_product(response.body, product_id, utcnow(), self.config.product_fields, absent)
+            item, dropped = parse_product(response.body, product_id, utcnow(), self.config.product_fields, absent,
+                                          declared=self.config.product_columns, variants=self.config.variants)
         except BadResponse as bad:
             self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
             # The wholesale-failure guard counts these (guard/failure_guard.py).
@@ -193,7 +195,12 @@ class ProductsSpider(Spider):
         drift = self.field_drift
         if drift is not None and drift.sampling:  # the check quotes the keys of these first answers
             drift.saw_answer(response.body)
+        self._keep_answer(item, response.body)
         return [item]
+
+    def _keep_answer(self, item: ProductItem, answer: bytes | object) -> None:
+        if self.config.keep_answer and not keep_answer(item, answer, self.config.keep_answer_max_bytes):
+            self.crawler.stats.inc_value(stat_keys.ANSWERS_TOO_LARGE)
 
     def parse_page(self, response: Response) -> list[Any]:
         """A listing page: its products, cleaned as answers by id are, and the pages it makes known."""
@@ -224,7 +231,8 @@ class ProductsSpider(Spider):
             absent: list[str] = []
             try:
                 item, dropped = clean_product(listed, None, fetched_at, self.config.product_fields, absent,
-                                              id_type=self.config.id_type)
+                                              id_type=self.config.id_type, declared=self.config.product_columns,
+                                              variants=self.config.variants)
             except BadResponse as bad:
                 self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
                 logger.debug("Listing page %d: a listed object is not a product (%s)", page, bad)
@@ -235,6 +243,7 @@ class ProductsSpider(Spider):
                 self.crawler.stats.inc_value(stat_keys.cleaning_absent(field))
             if drift is not None and drift.sampling:
                 drift.saw_product(listed)
+            self._keep_answer(item, listed)
             products.append(item)
         mark = PageItem(page, response.url, products, revealed)
         if self.listed is None:

@@ -20,10 +20,10 @@ from twisted.enterprise import adbapi
 
 from productcrawler.items import MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.storage.changes import Written, write_products
+from productcrawler.storage.evolve import ensure_schema
 from productcrawler.storage.listing_pages import write_pages
-from productcrawler.storage.migrate import migrate
-from productcrawler.storage.schema import ADDED_COLUMNS, ddl
 from productcrawler.storage.target import SQLITE, DatabaseTarget, Dialect, sqlite_prepare
+from productcrawler.storage.variants import write_variants
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -43,39 +43,11 @@ def utcnow() -> datetime:
 
 # --- functions of a cursor: they run in a worker thread -------------------------
 
-def ensure_schema(cursor: Any, dialect: Dialect, id_type: str = "int") -> None:
-    for statement in ddl(dialect.name, id_type):
-        cursor.execute(statement)
-    # Tables made before a column existed get it (rows made before pass_id
-    # count as done in no pass, so an unfinished pass is fetched again once).
-    known: dict[str, set[str]] = {}
-    for table, column, mysql_type, sqlite_type, *indexes in ADDED_COLUMNS:
-        if table not in known:
-            known[table] = _columns(cursor, table)
-        if column in known[table]:
-            continue
-        try:
-            cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column} "
-                           f"{sqlite_type if dialect is SQLITE else mysql_type}")
-            for statement in indexes:
-                cursor.execute(statement)
-        except Exception:
-            # Another process (instances started together) may have added it first.
-            if column not in _columns(cursor, table):
-                raise
-        known[table].add(column)
-    migrate(cursor, dialect, id_type)
-
-
-def _columns(cursor: Any, table: str) -> set[str]:
-    cursor.execute(f"SELECT * FROM {table} WHERE 1 = 0")
-    cursor.fetchall()
-    return {description[0].lower() for description in cursor.description}
-
-
 def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
                 failures: list[tuple[FailureItem, datetime]], pass_id: int | None = None,
-                tracked: Iterable[str] = DEFAULT_TRACKED, pages: list[PageItem] | None = None) -> Written:
+                tracked: Iterable[str] = DEFAULT_TRACKED, pages: list[PageItem] | None = None,
+                declared: tuple[tuple[str, str], ...] = (),
+                variant_declared: tuple[tuple[str, str], ...] = ()) -> Written:
     """Write products (by what changed: ``changes.py``) and failures in the caller's transaction.
 
     A stored product clears that id's failure; a `missing` id's product row
@@ -84,10 +56,13 @@ def write_batch(cursor: Any, dialect: Dialect, products: list[ProductItem],
     failure is no reason to throw good data away; its failure row says the
     refresh did not happen. ``tracked`` names the columns whose changes are
     recorded (``TRACK_CHANGES``). ``pages``: listing pages whose products are among ``products``,
-    marked done in the pass's ledger in the same transaction.
+    marked done in the pass's ledger in the same transaction. ``declared``: the PRODUCT_COLUMNS
+    (name, type), written and compared as the article's columns are; ``variant_declared``:
+    VARIANT_FIELDS' (the products' variants are written in the same transaction).
     """
     missing = [(f.product_id, at) for f, at in failures if f.outcome == MISSING]
-    written = write_products(cursor, dialect, products, missing, pass_id, tracked)
+    written = write_products(cursor, dialect, products, missing, pass_id, tracked, declared)
+    written.change_rows += write_variants(cursor, dialect, products, pass_id, tuple(tracked), variant_declared)
     if products:
         # One IN (...) per batch: executemany runs a DELETE once per row.
         _delete_ids(cursor, dialect, "crawl_failures", [p.product_id for p in products])
@@ -129,9 +104,15 @@ class _Connection(adbapi.Connection):
 class Database:
     """A pool of connections in worker threads; every call returns a Deferred."""
 
-    def __init__(self, target: DatabaseTarget, id_type: str = "int") -> None:
+    def __init__(self, target: DatabaseTarget, id_type: str = "int",
+                 declared: tuple[tuple[str, str], ...] = (),
+                 variant_declared: tuple[tuple[str, str], ...] = ()) -> None:
         self.target = target
         self.id_type = id_type
+        #: PRODUCT_COLUMNS as (name, type): the schema's extra columns and the writes'.
+        self.declared = declared
+        self.declared_names = tuple(name for name, _ in declared)
+        self.variant_declared = variant_declared
         self.dialect = target.dialect
         kwargs = dict(target.connect_kwargs)
         if self.dialect is SQLITE:
@@ -141,14 +122,15 @@ class Database:
                                               **kwargs)
         else:
             # Two: batched writes and the ledger's reads don't queue behind each other.
-            self.pool = adbapi.ConnectionPool("pymysql", cp_min=1, cp_max=2, **kwargs)
+            self.pool = adbapi.ConnectionPool(self.dialect.module, cp_min=1, cp_max=2, **kwargs)
             self.pool.connectionFactory = _Connection
         self._schema_ready = False
 
     async def ensure_schema(self) -> None:
         """Create the tables if need be, once per process (the pass and the pipeline both need them)."""
         if not self._schema_ready:
-            await maybe_deferred_to_future(self.run(ensure_schema, self.id_type))
+            await maybe_deferred_to_future(self.run(ensure_schema, self.id_type, self.declared,
+                                                    self.variant_declared))
             self._schema_ready = True
 
     def run(self, function: Any, *args: Any, **kwargs: Any) -> Deferred[Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import psycopg
 import pymysql
 
 # pymysql's OperationalError also covers bad SQL-mode data; these client/server
@@ -26,6 +27,14 @@ def is_connection_error(error: BaseException) -> bool:
     if isinstance(error, pymysql.err.OperationalError):
         code = error.args[0] if error.args and isinstance(error.args[0], int) else None
         return code in _MYSQL_CONNECTION_CODES
+    if isinstance(error, (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected,
+                          psycopg.errors.LockNotAvailable, psycopg.errors.AdminShutdown,
+                          psycopg.errors.TooManyConnections)):
+        return True
+    if isinstance(error, psycopg.OperationalError) and error.sqlstate is None:
+        return True  # no SQLSTATE: the client's own error, the connection is lost or refused
+    if isinstance(error, psycopg.InterfaceError):
+        return True
     if isinstance(error, sqlite3.OperationalError):
         return "locked" in str(error) or "busy" in str(error)
     return isinstance(error, (ConnectionError, OSError, TimeoutError))

@@ -21,8 +21,7 @@ def reveal(cursor: Any, dialect: Dialect, pass_id: int, pages: dict[int, str]) -
     """Record pages an answer made known; a page known already keeps its row."""
     if not pages:
         return
-    ignore = "INSERT IGNORE" if dialect.name == "mysql" else "INSERT OR IGNORE"
-    cursor.executemany(f"{ignore} INTO listing_pages ({PASS_COLUMN}, page, url) VALUES ({dialect.params(3)})",
+    cursor.executemany(dialect.insert_ignore("listing_pages", (PASS_COLUMN, "page", "url")),
                        [(pass_id, page, url) for page, url in sorted(pages.items())])
 
 

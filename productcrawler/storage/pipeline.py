@@ -216,7 +216,8 @@ class StoragePipeline:
         products += [product for page in pages for product in page.products]
         failures = [(p.item, p.recorded_at) for p in batch if isinstance(p.item, FailureItem)]
         return await maybe_deferred_to_future(self.database.run(
-            write_batch, products, failures, self.crawl_pass.row_stamp, self.tracked, pages))
+            write_batch, products, failures, self.crawl_pass.row_stamp, self.tracked, pages,
+            self.database.declared, self.database.variant_declared))
 
     async def _write_one_by_one(self, batch: list[_Pending]) -> None:
         """One bad row must not sink its batch: find it, and record why it failed."""
@@ -266,7 +267,8 @@ class StoragePipeline:
                            (stat_keys.PRODUCTS_UNCHANGED, written.unchanged),
                            (stat_keys.PRODUCTS_REMOVED, written.removed),
                            (stat_keys.PRODUCTS_RETURNED, written.returned),
-                           (stat_keys.CHANGE_ROWS, written.change_rows)):
+                           (stat_keys.CHANGE_ROWS, written.change_rows),
+                           (stat_keys.ANSWERS_WRITTEN, written.answers)):
             if count:
                 self.stats.inc_value(key, count)
         if products:

@@ -1,213 +1,239 @@
-"""Table definitions, kept in code so a deployed egg can create them.
+"""The tables, once for MySQL/MariaDB, SQLite and PostgreSQL: a SQLAlchemy ``MetaData``.
 
-``sql/init.sql`` is this module's MySQL output (``python -m
-productcrawler.storage.schema > sql/init.sql``); a test keeps the two equal.
+The CREATE statements, the columns added to tables made before them
+(``ddl.py``) and each database's upserts (``target.py``) are compiled from it.
+``sql/init.sql`` is its MySQL output (``python -m productcrawler.storage.schema
+> sql/init.sql``); a test keeps the two equal.
 """
 
 from __future__ import annotations
 
-# The columns the crawl writes (storage/database.py, storage/target.py builds the upserts).
-PRODUCT_COLUMNS = ("product_id", "name", "price", "stock", "category", "brand", "rating",
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import (
+    CHAR,
+    JSON,
+    TIMESTAMP,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    Numeric,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.schema import CreateIndex, CreateTable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sqlalchemy.engine import Dialect as SaDialect
+    from sqlalchemy.types import TypeEngine
+
+#: The article's columns, which every crawl writes (``storage/changes.py``).
+ARTICLE_COLUMNS = ("product_id", "name", "price", "stock", "category", "brand", "rating",
                    "sales_count", "update_time")
 FAILURE_COLUMNS = ("product_id", "outcome", "http_status", "reason", "attempts", "updated_at")
-#: product_id's column type per PRODUCT_ID_TYPE, in every table that holds one. String ids compare
-#: byte for byte (utf8mb4_bin): 'ab-1' and 'AB-1 ' are two SKUs, not one row.
-MYSQL_ID_TYPES = {"int": "BIGINT", "string": "VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"}
-#: SQLite: INTEGER is 64-bit; VARCHAR has TEXT affinity, so '00123' stays '00123'.
-SQLITE_ID_TYPES = {"int": "INTEGER", "string": "VARCHAR(64)"}
 #: The tables whose product_id takes PRODUCT_ID_TYPE's type.
-ID_TABLES = ("products", "crawl_failures", "product_changes")
+ID_TABLES = ("products", "crawl_failures", "product_changes", "product_variants")
 #: Every row also carries the pass (crawl_passes) that wrote it, database or Redis-shared.
 PASS_COLUMN = "pass_id"
 #: A pass's counts in crawl_passes, written once the pass is complete (NULL until then).
 SUMMARY_COUNTS = ("stored", "missing", "failed", "changed", "removed")
 
-#: Columns added to tables made before them: (table, column, MySQL type, SQLite type, then
-#: the statements that index it, if any). A fresh table has them from its CREATE TABLE;
-#: ``ensure_schema`` adds the missing ones.
-ADDED_COLUMNS: tuple[tuple[str, ...], ...] = (
-    ("products", PASS_COLUMN, "INT NULL", "INTEGER NULL"),
-    ("crawl_failures", PASS_COLUMN, "INT NULL", "INTEGER NULL"),
-    ("products", "first_seen", "DATETIME NULL", "DATETIME NULL"),
-    ("products", "removed_at", "DATETIME NULL", "DATETIME NULL"),
-    *(("crawl_passes", count, "INT NULL", "INTEGER NULL") for count in SUMMARY_COUNTS),
-    ("crawl_passes", "coverage", "TEXT NULL", "TEXT NULL"),
-    # The id list of a pass: NULL for a range; a file's SHA-256 and id count; for a pass
-    # over the ids recorded failed, the pass whose failed ids it fetches.
-    ("crawl_passes", "ids_digest", "CHAR(64) NULL", "CHAR(64) NULL"),
-    ("crawl_passes", "ids_count", "BIGINT NULL", "BIGINT NULL"),
-    ("crawl_passes", "source_pass_id", "INT NULL", "INTEGER NULL"),
-    ("crawl_passes", "redis_token", "VARCHAR(64) NULL", "VARCHAR(64) NULL",
-     "CREATE UNIQUE INDEX uk_redis_token ON crawl_passes (redis_token)"),
-    # A listing pass's {since}: NULL for a pass that lists everything (docs/listing.md).
-    ("crawl_passes", "list_since", "DATETIME NULL", "DATETIME NULL"),
-)
-
-# `pass_id` on products and crawl_failures: the pass (crawl_passes) that wrote
-# the row, so a pass knows its own rows without comparing timestamps.
-# `first_seen`: when the product was first stored; `removed_at`: when the API
-# answered 404 for a product it had (NULL again once it answers a product).
-# `crawl_passes.redis_token`: the Redis-shared pass the row stands for (NULL:
-# a database pass); every instance of that pass finds its row by it.
-# `listing_pages`: the pages of a listing pass (PRODUCT_LIST_URL) it knows of, each
-# with its URL; `done_at` is set in the transaction that stores the page's products,
-# `failure` says why a page ended without them (the listing is then not complete).
-# `id` is BIGINT: InnoDB's upsert consumes an auto-increment value on every
-# update, so an hourly re-crawl of 50,000 ids would exhaust an INT within years.
-_MYSQL_DDL: tuple[str, ...] = (
-    """CREATE TABLE IF NOT EXISTS products (
-    id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    product_id {product_id} NOT NULL,
-    name VARCHAR(255) NOT NULL,
-    price DECIMAL(10,2) NULL,
-    stock INT NULL,
-    category VARCHAR(100) NULL,
-    brand VARCHAR(100) NULL,
-    rating DECIMAL(3,2) NULL,
-    sales_count INT NULL,
-    update_time DATETIME NOT NULL,
-    created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    pass_id INT NULL,
-    first_seen DATETIME NULL,
-    removed_at DATETIME NULL,
-    UNIQUE KEY uk_product_id (product_id),
-    KEY idx_category (category),
-    KEY idx_brand (brand)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
-    """CREATE TABLE IF NOT EXISTS crawl_failures (
-    product_id {product_id} NOT NULL PRIMARY KEY,
-    outcome VARCHAR(16) NOT NULL,
-    http_status SMALLINT NULL,
-    reason VARCHAR(255) NOT NULL,
-    attempts INT NOT NULL,
-    updated_at DATETIME NOT NULL,
-    pass_id INT NULL,
-    KEY idx_outcome (outcome)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
-    """CREATE TABLE IF NOT EXISTS crawl_passes (
-    pass_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    start_id BIGINT NOT NULL,
-    end_id BIGINT NOT NULL,
-    started_at DATETIME NOT NULL,
-    finished_at DATETIME NULL,
-    ids_digest CHAR(64) NULL,
-    ids_count BIGINT NULL,
-    source_pass_id INT NULL,
-    stored INT NULL,
-    missing INT NULL,
-    failed INT NULL,
-    changed INT NULL,
-    removed INT NULL,
-    coverage TEXT NULL,
-    redis_token VARCHAR(64) NULL,
-    list_since DATETIME NULL,
-    UNIQUE KEY uk_redis_token (redis_token)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
-    """CREATE TABLE IF NOT EXISTS product_changes (
-    id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    product_id {product_id} NOT NULL,
-    pass_id INT NULL,
-    changed_at DATETIME NOT NULL,
-    field VARCHAR(64) NOT NULL,
-    old_value VARCHAR(255) NULL,
-    new_value VARCHAR(255) NULL,
-    KEY idx_changes_product (product_id, changed_at),
-    KEY idx_changes_pass (pass_id, field)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
-    """CREATE TABLE IF NOT EXISTS listing_pages (
-    pass_id INT NOT NULL,
-    page INT NOT NULL,
-    url TEXT NOT NULL,
-    products INT NULL,
-    done_at DATETIME NULL,
-    failure VARCHAR(255) NULL,
-    PRIMARY KEY (pass_id, page)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci""",
-)
-
-_SQLITE_DDL: tuple[str, ...] = (
-    """CREATE TABLE IF NOT EXISTS products (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    product_id {product_id} NOT NULL UNIQUE,
-    name VARCHAR(255) NOT NULL,
-    price DECIMAL(10,2) NULL,
-    stock INTEGER NULL,
-    category VARCHAR(100) NULL,
-    brand VARCHAR(100) NULL,
-    rating DECIMAL(3,2) NULL,
-    sales_count INTEGER NULL,
-    update_time DATETIME NOT NULL,
-    created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    pass_id INTEGER NULL,
-    first_seen DATETIME NULL,
-    removed_at DATETIME NULL
-)""",
-    "CREATE INDEX IF NOT EXISTS idx_category ON products (category)",
-    "CREATE INDEX IF NOT EXISTS idx_brand ON products (brand)",
-    """CREATE TABLE IF NOT EXISTS crawl_failures (
-    product_id {product_id} NOT NULL PRIMARY KEY,
-    outcome VARCHAR(16) NOT NULL,
-    http_status SMALLINT NULL,
-    reason VARCHAR(255) NOT NULL,
-    attempts INTEGER NOT NULL,
-    updated_at DATETIME NOT NULL,
-    pass_id INTEGER NULL
-)""",
-    "CREATE INDEX IF NOT EXISTS idx_outcome ON crawl_failures (outcome)",
-    """CREATE TABLE IF NOT EXISTS crawl_passes (
-    pass_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    start_id INTEGER NOT NULL,
-    end_id INTEGER NOT NULL,
-    started_at DATETIME NOT NULL,
-    finished_at DATETIME NULL,
-    ids_digest CHAR(64) NULL,
-    ids_count BIGINT NULL,
-    source_pass_id INTEGER NULL,
-    stored INTEGER NULL,
-    missing INTEGER NULL,
-    failed INTEGER NULL,
-    changed INTEGER NULL,
-    removed INTEGER NULL,
-    coverage TEXT NULL,
-    redis_token VARCHAR(64) NULL UNIQUE,
-    list_since DATETIME NULL
-)""",
-    """CREATE TABLE IF NOT EXISTS product_changes (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    product_id {product_id} NOT NULL,
-    pass_id INTEGER NULL,
-    changed_at DATETIME NOT NULL,
-    field VARCHAR(64) NOT NULL,
-    old_value VARCHAR(255) NULL,
-    new_value VARCHAR(255) NULL
-)""",
-    "CREATE INDEX IF NOT EXISTS idx_changes_product ON product_changes (product_id, changed_at)",
-    "CREATE INDEX IF NOT EXISTS idx_changes_pass ON product_changes (pass_id, field)",
-    """CREATE TABLE IF NOT EXISTS listing_pages (
-    pass_id INTEGER NOT NULL,
-    page INTEGER NOT NULL,
-    url TEXT NOT NULL,
-    products INTEGER NULL,
-    done_at DATETIME NULL,
-    failure VARCHAR(255) NULL,
-    PRIMARY KEY (pass_id, page)
-)""",
-)
+#: The SQLAlchemy dialect of each database the crawl writes to (statements are compiled for them).
+SA_DIALECTS: dict[str, SaDialect] = {
+    "mysql": mysql.pymysql.dialect(paramstyle="format"),
+    "sqlite": sqlite.pysqlite.dialect(paramstyle="qmark"),
+    "postgresql": postgresql.psycopg.dialect(paramstyle="format"),
+}
+_TABLE_OPTIONS: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4",
+                                   "mysql_collate": "utf8mb4_unicode_ci", "implicit_returning": False}
 
 
-def ddl(dialect: str, id_type: str) -> tuple[str, ...]:
-    """The CREATE statements of ``dialect`` ("mysql" or "sqlite") for ids of ``id_type``."""
-    statements, types = (_MYSQL_DDL, MYSQL_ID_TYPES) if dialect == "mysql" else (_SQLITE_DDL, SQLITE_ID_TYPES)
-    return tuple(statement.replace("{product_id}", types[id_type]) for statement in statements)
+def id_type(kind: str) -> TypeEngine[Any]:
+    """product_id's column type per PRODUCT_ID_TYPE. String ids compare byte for byte on MySQL
+    (utf8mb4_bin): 'ab-1' and 'AB-1 ' are two SKUs, not one row; SQLite's VARCHAR has TEXT
+    affinity, so '00123' stays '00123'; SQLite's INTEGER is 64-bit."""
+    if kind == "string":
+        return String(64).with_variant(mysql.VARCHAR(64, charset="utf8mb4", collation="utf8mb4_bin"), "mysql")
+    return BigInteger().with_variant(Integer(), "sqlite")
 
 
-#: The integer-id forms (sql/init.sql is MYSQL_DDL's).
-MYSQL_DDL = ddl("mysql", "int")
-SQLITE_DDL = ddl("sqlite", "int")
+def _row_id() -> Column[int]:
+    # BIGINT: InnoDB's upsert consumes an auto-increment value on every update, so an
+    # hourly re-crawl of 50,000 ids would exhaust an INT within years. SQLite's
+    # AUTOINCREMENT needs INTEGER PRIMARY KEY.
+    return Column("id", BigInteger().with_variant(mysql.BIGINT(unsigned=True), "mysql")
+                  .with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True)
+
+
+def _int() -> TypeEngine[int]:
+    return Integer()
+
+
+@lru_cache(maxsize=32)
+def tables(kind: str = "int", extra: tuple[tuple[str, str], ...] = (),
+           variant_extra: tuple[tuple[str, str], ...] = ()) -> MetaData:
+    """Every table, with product_id of PRODUCT_ID_TYPE ``kind``, ``extra`` product columns
+    (PRODUCT_COLUMNS: name and type, ``column_type``'s spelling) and ``variant_extra`` variant
+    columns (VARIANT_FIELDS' declared ones).
+
+    ``pass_id`` on products and crawl_failures: the pass (crawl_passes) that wrote
+    the row, so a pass knows its own rows without comparing timestamps.
+    ``first_seen``: when the product was first stored; ``removed_at``: when the API
+    answered 404 for a product it had (NULL again once it answers a product).
+    ``crawl_passes.redis_token``: the Redis-shared pass the row stands for (NULL:
+    a database pass); every instance of that pass finds its row by it. Its id list:
+    ``ids_digest`` NULL for a range, else a file's SHA-256 and ``ids_count``;
+    ``source_pass_id``, for a pass over the ids recorded failed, the pass it re-fetches.
+    ``listing_pages``: the pages of a listing pass (PRODUCT_LIST_URL) it knows of, each
+    with its URL; ``done_at`` is set in the transaction that stores the page's products,
+    ``failure`` says why a page ended without them (the listing is then not complete).
+    ``product_variants``: a product's variants (VARIANTS), one row each, written with the
+    product; ``removed_at`` when a later answer of the product lacked it. Their changes are
+    ``product_changes`` rows with the ``variant_id``.
+    """
+    metadata = MetaData()
+    Table("products", metadata,
+          _row_id(),
+          Column("product_id", id_type(kind), nullable=False),
+          Column("name", String(255), nullable=False),
+          Column("price", Numeric(10, 2)),
+          Column("stock", _int()),
+          Column("category", String(100)),
+          Column("brand", String(100)),
+          Column("rating", Numeric(3, 2)),
+          Column("sales_count", _int()),
+          Column("update_time", DateTime(), nullable=False),
+          Column("created_at", TIMESTAMP(), nullable=False, server_default=func.current_timestamp()),
+          Column(PASS_COLUMN, _int()),
+          Column("first_seen", DateTime()),
+          Column("removed_at", DateTime()),
+          # KEEP_ANSWER: the product's JSON as received, and its SHA-256 (hex) to compare.
+          Column("answer", json_type()),
+          Column("answer_digest", CHAR(64)),
+          *(Column(name, column_type(spec)) for name, spec in extra),
+          UniqueConstraint("product_id", name="uk_product_id"),
+          Index("idx_category", "category"),
+          Index("idx_brand", "brand"),
+          sqlite_autoincrement=True,
+          **_TABLE_OPTIONS)
+    Table("crawl_failures", metadata,
+          Column("product_id", id_type(kind), primary_key=True, autoincrement=False),
+          Column("outcome", String(16), nullable=False),
+          Column("http_status", SmallInteger()),
+          Column("reason", String(255), nullable=False),
+          Column("attempts", _int(), nullable=False),
+          Column("updated_at", DateTime(), nullable=False),
+          Column(PASS_COLUMN, _int()),
+          Index("idx_outcome", "outcome"),
+          **_TABLE_OPTIONS)
+    Table("crawl_passes", metadata,
+          Column(PASS_COLUMN, _int(), primary_key=True, autoincrement=True),
+          Column("start_id", BigInteger(), nullable=False),
+          Column("end_id", BigInteger(), nullable=False),
+          Column("started_at", DateTime(), nullable=False),
+          Column("finished_at", DateTime()),
+          Column("ids_digest", CHAR(64)),
+          Column("ids_count", BigInteger()),
+          Column("source_pass_id", _int()),
+          *(Column(count, _int()) for count in SUMMARY_COUNTS),
+          Column("coverage", Text()),
+          Column("redis_token", String(64)),
+          # A listing pass's {since}: NULL for a pass that lists everything (docs/listing.md).
+          Column("list_since", DateTime()),
+          Index("uk_redis_token", "redis_token", unique=True),
+          sqlite_autoincrement=True,
+          **_TABLE_OPTIONS)
+    Table("product_changes", metadata,
+          _row_id(),
+          Column("product_id", id_type(kind), nullable=False),
+          Column(PASS_COLUMN, _int()),
+          Column("changed_at", DateTime(), nullable=False),
+          Column("field", String(64), nullable=False),
+          Column("old_value", String(255)),
+          Column("new_value", String(255)),
+          Column("variant_id", String(64)),
+          Index("idx_changes_product", "product_id", "changed_at"),
+          Index("idx_changes_pass", PASS_COLUMN, "field"),
+          sqlite_autoincrement=True,
+          **_TABLE_OPTIONS)
+    Table("product_variants", metadata,
+          _row_id(),
+          Column("product_id", id_type(kind), nullable=False),
+          Column("variant_id", String(64), nullable=False),
+          Column("sku", String(64)),
+          Column("price", Numeric(10, 2)),
+          Column("stock", _int()),
+          *(Column(name, column_type(spec)) for name, spec in variant_extra),
+          Column("update_time", DateTime(), nullable=False),
+          Column(PASS_COLUMN, _int()),
+          Column("first_seen", DateTime()),
+          Column("removed_at", DateTime()),
+          UniqueConstraint("product_id", "variant_id", name="uk_variant"),
+          Index("idx_variants_sku", "sku"),
+          sqlite_autoincrement=True,
+          **_TABLE_OPTIONS)
+    Table("listing_pages", metadata,
+          Column(PASS_COLUMN, _int(), primary_key=True, autoincrement=False),
+          Column("page", _int(), primary_key=True, autoincrement=False),
+          Column("url", Text(), nullable=False),
+          Column("products", _int()),
+          Column("done_at", DateTime()),
+          Column("failure", String(255)),
+          **_TABLE_OPTIONS)
+    return metadata
+
+
+def column_type(spec: str) -> TypeEngine[Any]:
+    """A declared column's type: ``text(64)``, ``integer``, ``decimal(10,2)``, ``boolean``,
+    ``datetime`` (stored UTC) or ``json``. ValueError says what is allowed."""
+    name, _, arguments = spec.strip().lower().partition("(")
+    numbers = [part.strip() for part in arguments.rstrip(")").split(",")] if arguments else []
+    if (arguments and not arguments.endswith(")")) or not all(n.isdigit() for n in numbers):
+        raise ValueError(f"type {spec!r} cannot be read")
+    sizes = [int(n) for n in numbers]
+    if name == "text" and len(sizes) == 1 and 0 < sizes[0] <= 16383:
+        return String(sizes[0])
+    if name == "decimal" and len(sizes) == 2 and 0 < sizes[0] <= 65 and sizes[1] <= min(sizes[0], 30):
+        return Numeric(sizes[0], sizes[1])
+    if not sizes and name in _PLAIN_TYPES:
+        return _PLAIN_TYPES[name]()
+    raise ValueError(f"type {spec!r} is not one of text(N), integer, decimal(P,S), boolean, datetime, json")
+
+
+def json_type() -> TypeEngine[Any]:
+    """A JSON value: MySQL/MariaDB JSON, SQLite text, PostgreSQL jsonb."""
+    return JSON().with_variant(postgresql.JSONB(), "postgresql").with_variant(Text(), "sqlite")
+
+
+_PLAIN_TYPES: dict[str, Callable[[], TypeEngine[Any]]] = {
+    "integer": BigInteger, "boolean": Boolean, "datetime": DateTime, "json": json_type}
+
+
+def ddl(dialect: str, kind: str = "int") -> tuple[str, ...]:
+    """The CREATE statements of ``dialect`` for ids of ``kind``, tables and their indexes."""
+    sa_dialect = SA_DIALECTS[dialect]
+    statements = []
+    for table in tables(kind).sorted_tables:
+        statements.append(str(CreateTable(table).compile(dialect=sa_dialect)).strip())
+        statements.extend(str(CreateIndex(index).compile(dialect=sa_dialect)).strip()
+                          for index in sorted(table.indexes, key=lambda index: str(index.name)))
+    return tuple(statements)
 
 
 def mysql_init_sql() -> str:
-    return "".join(f"{statement};\n\n" for statement in MYSQL_DDL)
+    return "".join(f"{statement};\n\n" for statement in ddl("mysql"))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 :class:`DatabaseTarget` turns the (already validated) URL into a DB-API
 module's ``connect()`` arguments, TLS options included; :class:`Dialect` holds
-what differs between MySQL and SQLite in the statements and values the crawl
-sends. The SQL the crawl runs is in ``database.py``.
+what differs between MySQL, SQLite and PostgreSQL in the statements and values
+the crawl sends (the upserts are compiled by SQLAlchemy: ``statements.py``).
+The SQL the crawl runs is in ``database.py``.
 """
 
 from __future__ import annotations
@@ -18,19 +19,34 @@ from urllib.parse import unquote, urlsplit
 
 from productcrawler.config import ConfigError, mask_url, password_hint
 from productcrawler.config.url_options import MYSQL_OPTIONS, parse_options
-from productcrawler.storage.schema import FAILURE_COLUMNS, MYSQL_DDL, PASS_COLUMN, PRODUCT_COLUMNS, SQLITE_DDL
+from productcrawler.storage.postgresql import postgresql_kwargs
+from productcrawler.storage.schema import FAILURE_COLUMNS, PASS_COLUMN
+from productcrawler.storage.statements import insert_ignore, upsert
 
 
 @dataclass(frozen=True)
 class Dialect:
     name: str
     module: str
-    ddl: tuple[str, ...]
-    upsert_product: str
-    #: A new product, with its first_seen; a row another instance stored meanwhile keeps its own.
-    insert_product: str
     upsert_failure: str
     placeholder: str
+
+    def upsert(self, table: str, columns: tuple[str, ...], key: str | tuple[str, ...],
+               kept: tuple[str, ...] = ()) -> str:
+        """INSERT of ``columns``; an existing ``key`` takes the new values but ``kept``'s."""
+        return upsert(self.name, table, columns, key, kept)
+
+    def insert_ignore(self, table: str, columns: tuple[str, ...]) -> str:
+        """INSERT of ``columns`` that leaves an existing row as it is."""
+        return insert_ignore(self.name, table, columns)
+
+    def inserted_id(self, cursor: Any, statement: str, params: Any, key: str) -> int:
+        """Run the INSERT ``statement``; the new row's ``key`` (an auto-increment)."""
+        if self.name == "postgresql":
+            cursor.execute(f"{statement} RETURNING {key}", params)
+            return int(cursor.fetchone()[0])
+        cursor.execute(statement, params)
+        return int(cursor.lastrowid)
 
     def params(self, count: int) -> str:
         return ", ".join([self.placeholder] * count)
@@ -46,26 +62,14 @@ class Dialect:
         return [tuple(_sqlite_value(v) for v in row) for row in rows]
 
 
-def _dialect(name: str, module: str, ddl: tuple[str, ...], placeholder: str,
-             upsert_suffix: str, excluded: str) -> Dialect:
-    def upsert(table: str, columns: tuple[str, ...], key: str, kept: tuple[str, ...] = ()) -> str:
-        values = ", ".join([placeholder] * len(columns))
-        updates = ", ".join(f"{c} = {excluded.format(c)}" for c in columns if c != key and c not in kept)
-        return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values}) "
-                f"{upsert_suffix.format(key)} {updates}")
-
-    return Dialect(
-        name=name, module=module, ddl=ddl, placeholder=placeholder,
-        upsert_product=upsert("products", (*PRODUCT_COLUMNS, PASS_COLUMN), "product_id"),
-        insert_product=upsert("products", (*PRODUCT_COLUMNS, PASS_COLUMN, "first_seen"), "product_id",
-                              kept=("first_seen",)),
-        upsert_failure=upsert("crawl_failures", (*FAILURE_COLUMNS, PASS_COLUMN), "product_id"),
-    )
+def _dialect(name: str, module: str, placeholder: str) -> Dialect:
+    return Dialect(name=name, module=module, placeholder=placeholder,
+                   upsert_failure=upsert(name, "crawl_failures", (*FAILURE_COLUMNS, PASS_COLUMN), "product_id"))
 
 
-# VALUES(col) rather than MySQL 8's row alias: MariaDB has no row alias.
-MYSQL = _dialect("mysql", "pymysql", MYSQL_DDL, "%s", "ON DUPLICATE KEY UPDATE", "VALUES({})")
-SQLITE = _dialect("sqlite", "sqlite3", SQLITE_DDL, "?", "ON CONFLICT({}) DO UPDATE SET", "excluded.{}")
+MYSQL = _dialect("mysql", "pymysql", "%s")
+SQLITE = _dialect("sqlite", "sqlite3", "?")
+POSTGRESQL = _dialect("postgresql", "psycopg", "%s")
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,8 @@ class DatabaseTarget:
                 **options,
             }
             return cls(MYSQL, kwargs, shown)
+        if parts.scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+            return cls(POSTGRESQL, postgresql_kwargs(url, shown, connect_timeout), shown)
         raise ConfigError(f"DATABASE_URL={shown!r} has an unknown scheme{password_hint(url)}")
 
     def __repr__(self) -> str:  # never the password (connect_kwargs holds it, and TLS key passphrases)
@@ -111,6 +117,10 @@ class DatabaseTarget:
             conn = sqlite3.connect(**self.connect_kwargs)
             sqlite_prepare(conn)
             return conn
+        if self.dialect is POSTGRESQL:
+            import psycopg
+
+            return psycopg.connect(**self.connect_kwargs)
         import pymysql
 
         return pymysql.connect(**self.connect_kwargs)

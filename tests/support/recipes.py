@@ -33,6 +33,8 @@ class Api:
     #: A documented example, as its row must be.
     example: tuple[Any, ...]
     catalogue: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    #: The recipe's name in docs/cookbook.md, when it is not the API's.
+    recipe: str | None = None
 
 
 WOO_KEY = f"{woocommerce.CONSUMER_KEY}:{woocommerce.CONSUMER_SECRET}"
@@ -69,6 +71,12 @@ APIS = {
         (shopify.FIRST_ID, "IPod Nano - 8GB", Decimal("199.00"), 10, "Cult Products", "Apple", None, None),
         shopify.catalogue()),
 }
+SHOPIFY_VARIANTS = Api(
+    "shopify", shopify.TOKEN, [shopify.TOKEN], (shopify.FIRST_ID, shopify.FIRST_ID + 400),
+    lambda p: (p["id"], p["title"], min(money(v["price"]) for v in p["variants"]),
+               sum(v["inventory_quantity"] for v in p["variants"]), p["product_type"], p["vendor"], None, None),
+    (shopify.FIRST_ID, "IPod Nano - 8GB", Decimal("199.00"), 10, "Cult Products", "Apple", None, None),
+    shopify.catalogue(), recipe="shopify-variants")
 #: Ids an id file lists that the API has no product for (deleted since the list was made): 404s, missing.
 GONE_FROM_LIST = 3
 

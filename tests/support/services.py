@@ -32,6 +32,24 @@ def mysql_query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[
         connection.close()
 
 
+def database_query(url: str, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` in the database of ``url``: a ``mysql_url``, ``postgresql_url`` or ``sqlite:///``."""
+    if url.startswith("mysql"):
+        return mysql_query(url, sql)
+    if url.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(url) as connection:
+            return list(connection.execute(sql).fetchall())
+    import sqlite3
+
+    connection = sqlite3.connect(url[len("sqlite:///"):])
+    try:
+        return connection.execute(sql).fetchall()
+    finally:
+        connection.close()
+
+
 def mysql_execute(url: str, sql: str, rows: list[tuple[Any, ...]]) -> None:
     """Run ``sql`` once per row of parameters and commit."""
     connection = pymysql.connect(database=url.rsplit("/", 1)[1], **MYSQL)

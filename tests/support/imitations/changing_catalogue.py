@@ -4,7 +4,9 @@ Not the simulator, and sharing no code with ``productcrawler``: a plain aiohttp
 app serving ``GET /v1/product/{id}`` as the article's API does — 200 with the
 product object (``id``, ``name``, ``price``, ``stock``, ``category``,
 ``brand``, ``rating``, ``sales_count``), 404 with ``{"error": "not found"}``
-for an id the catalogue does not hold. Run it as a subprocess
+for an id the catalogue does not hold; and its listing, ``GET /v1/products?page=N``,
+three products a page in id order, ``{"products": [...], "next": URL or null}``
+(the next-URL style). Run it as a subprocess
 (``python -m tests.support.imitations.changing_catalogue``); it listens on an
 ephemeral port of 127.0.0.1 and prints ``CATALOGUE API LISTENING http://HOST:PORT``.
 
@@ -30,6 +32,7 @@ from typing import Any
 from aiohttp import web
 
 LISTENING = "CATALOGUE API LISTENING"
+PER_PAGE = 3
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -48,6 +51,15 @@ def make_app() -> web.Application:
             return web.json_response({"error": "not found"}, status=404)
         return web.json_response(item)
 
+    async def listing(request: web.Request) -> web.Response:
+        arrivals.append({"method": request.method, "path": request.path, "query": request.query_string,
+                         "headers": dict(request.headers), "at": time.time()})
+        page = int(request.query.get("page", "1"))
+        ids = sorted(catalogue)[(page - 1) * PER_PAGE:page * PER_PAGE]
+        more = page * PER_PAGE < len(catalogue)
+        next_url = str(request.url.with_query(page=str(page + 1))) if more else None
+        return web.json_response({"products": [catalogue[i] for i in ids], "next": next_url})
+
     async def put_catalogue(request: web.Request) -> web.Response:
         body = await request.json()
         catalogue.clear()
@@ -60,6 +72,7 @@ def make_app() -> web.Application:
 
     app = web.Application()
     app.router.add_get("/v1/product/{id}", product)
+    app.router.add_get("/v1/products", listing)
     app.router.add_put("/_catalogue", put_catalogue)
     app.router.add_get("/_arrivals", get_arrivals)
     return app

@@ -3,7 +3,9 @@
 Per id, ``GET /admin/api/2024-10/products/{id}.json`` answers ``{"product": {...,
 "variants": [{"price": "199.00", "inventory_quantity": 10}]}}``; ids are
 sparse 13-digit integers (beyond a signed 32-bit INT); a wrong or missing
-token is a 401, an unknown id a 404 ``{"errors": "Not Found"}``.
+token is a 401, an unknown id a 404 ``{"errors": "Not Found"}``. A third
+of the snowboards have two or three variants (sizes) of their own SKU, price and
+stock, some with a ``compare_at_price`` (on sale), as the Admin API's variants have.
 
 The listing, as Shopify documents its cursor-based pagination
 (shopify.dev, "Make paginated requests to the REST Admin API"):
@@ -80,6 +82,16 @@ def catalogue(size: int | None = None) -> dict[int, dict[str, Any]]:
     for n in range((SIZE if size is None else size) - 1):
         product_id += rng.choice((1, 2, 3, 5))
         products[product_id] = snowboard(rng, product_id, n, first_stamp(n + 1))
+    sizes = random.Random("shopify variants")  # its own: the first variant of each product stays as it was
+    for n, product in enumerate(list(products.values())[1:]):
+        first = product["variants"][0]
+        first.update(sku=f"SNOW-{n}-S", compare_at_price=None)
+        for size in ("M", "L")[:sizes.choice((0, 0, 1, 2))]:
+            price = sizes.randint(100, 99999) / 100
+            product["variants"].append({
+                "id": 41_000_000_000 + n * 10 + len(product["variants"]), "title": size, "sku": f"SNOW-{n}-{size}",
+                "price": f"{price:.2f}", "inventory_quantity": sizes.randint(0, 50),
+                "compare_at_price": f"{price * 1.25:.2f}" if sizes.random() < 0.5 else None})
     return products
 
 

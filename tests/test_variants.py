@@ -1,0 +1,148 @@
+"""Variants as rows (VARIANTS, VARIANT_FIELDS): product_variants and product_changes, row by row.
+
+Crawled for real against the changing-catalogue imitation, on MySQL, SQLite and
+PostgreSQL: products with several variants of distinct prices, SKUs and stock; a
+compare-at price that appears, then vanishes; a catalogue that changes between
+passes (a variant added, one removed and back, the price of the third variant only).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+import pytest
+
+from tests.support.crawls import run_crawl
+from tests.support.imitations.changing_catalogue import CatalogueApi
+from tests.support.services import database_query
+
+SETTINGS = {
+    "VARIANTS": "variants",
+    "VARIANT_FIELDS": "variant_id=id,sku=sku,price=price,stock=inventory_quantity,"
+                      "compare_at:decimal(10,2)=compare_at_price",
+    "TRACK_CHANGES": "price,stock,compare_at",
+    "PRODUCT_PRICE_FROM_VARIANTS": "min",
+    "PRODUCT_STOCK_FROM_VARIANTS": "sum",
+}
+
+
+def variant(variant_id: int, sku: str, price: str, stock: int, compare_at: str | None = None) -> dict:
+    return {"id": variant_id, "sku": sku, "price": price, "inventory_quantity": stock,
+            "compare_at_price": compare_at}
+
+
+def catalogue(version: int) -> list[dict]:
+    first = [variant(11, "BRD-S", "10.00", 5), variant(12, "BRD-M", "12.00", 0), variant(13, "BRD-L", "15.00", 3)]
+    if version == 2:  # a sale starts on 11, 12 is gone, 13's price drops, 14 is new
+        first = [variant(11, "BRD-S", "10.00", 5, "12.00"), variant(13, "BRD-L", "14.00", 3),
+                 variant(14, "BRD-XL", "9.50", 2)]
+    if version == 3:  # the sale ends, 12 is back
+        first = [variant(11, "BRD-S", "10.00", 5), variant(12, "BRD-M", "12.00", 0),
+                 variant(13, "BRD-L", "14.00", 3), variant(14, "BRD-XL", "9.50", 2)]
+    # GraphQL's shape for the second product: edges of nodes.
+    second = [{"node": variant(21, "CAP", "25.00", 7)}]
+    return [{"id": 1, "name": "Board", "price": "999.00", "variants": first},
+            {"id": 2, "name": "Cap", "variants": second}]
+
+
+@pytest.fixture(scope="module")
+def api():
+    with CatalogueApi() as server:
+        yield server
+
+
+@pytest.fixture(params=["mysql", "sqlite", "postgresql"])
+def database_url(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'variants.db'}"
+    return request.getfixturevalue(f"{request.param}_url")
+
+
+def crawl(api: CatalogueApi, url: str, version: int) -> None:
+    api.put(catalogue(version))
+    result = run_crawl("-a", "start_id=1", "-a", "end_id=2",
+                       settings={"API_BASE_URL": api.base_url, "DATABASE_URL": url, **SETTINGS})
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def rows(url: str, sql: str, money: tuple[int, ...] = ()) -> list[tuple]:
+    """The rows of ``sql``, times as text, the columns at ``money`` as Decimals of cents (SQLite's DECIMAL
+    gives 12 for 12.00)."""
+    return [tuple(v.strftime("%Y-%m-%d %H:%M:%S") if isinstance(v, datetime)
+                  else Decimal(str(v)).quantize(Decimal("0.01")) if i in money and v is not None else v
+                  for i, v in enumerate(row))
+            for row in database_query(url, sql)]
+
+
+def variant_rows(url: str) -> list[tuple]:
+    return [(*r[:7], bool(r[7])) for r in rows(
+        url, "SELECT product_id, variant_id, sku, price, stock, compare_at, pass_id, removed_at IS NOT NULL "
+             "FROM product_variants ORDER BY product_id, variant_id", money=(3, 5))]
+CHANGES = ("SELECT product_id, pass_id, variant_id, field, old_value, new_value FROM product_changes "
+           "ORDER BY id")
+
+
+def d(text: str | None) -> Decimal | None:
+    return None if text is None else Decimal(text)
+
+
+def test_variants_are_rows_and_their_changes_are_recorded_with_their_ids(api, database_url):
+    url = database_url
+    crawl(api, url, 1)
+    assert variant_rows(url) == [
+        (1, "11", "BRD-S", d("10.00"), 5, None, 1, False),
+        (1, "12", "BRD-M", d("12.00"), 0, None, 1, False),
+        (1, "13", "BRD-L", d("15.00"), 3, None, 1, False),
+        (2, "21", "CAP", d("25.00"), 7, None, 1, False)]
+    # The product's price is its variants' lowest, its stock their sum (the answer's own price is not used).
+    assert rows(url, "SELECT product_id, price, stock FROM products ORDER BY product_id", money=(1,)) == [
+        (1, d("10.00"), 8), (2, d("25.00"), 7)]
+    assert rows(url, CHANGES) == []
+
+    crawl(api, url, 2)
+    assert variant_rows(url) == [
+        (1, "11", "BRD-S", d("10.00"), 5, d("12.00"), 2, False),
+        (1, "12", "BRD-M", d("12.00"), 0, None, 1, True),  # kept, marked removed
+        (1, "13", "BRD-L", d("14.00"), 3, None, 2, False),
+        (1, "14", "BRD-XL", d("9.50"), 2, None, 2, False),
+        (2, "21", "CAP", d("25.00"), 7, None, 2, False)]
+    [(removed_at,)] = rows(url, "SELECT removed_at FROM product_variants WHERE variant_id = '12'")
+    changes = rows(url, CHANGES)
+    assert sorted(changes, key=str) == sorted([
+        (1, 2, None, "price", "10.00", "9.50"), (1, 2, None, "stock", "8", "10"),
+        (1, 2, "11", "compare_at", None, "12.00"),
+        (1, 2, "13", "price", "15.00", "14.00"),
+        (1, 2, "12", "removed", None, removed_at)], key=str)
+
+    crawl(api, url, 3)
+    assert variant_rows(url) == [
+        (1, "11", "BRD-S", d("10.00"), 5, None, 3, False),
+        (1, "12", "BRD-M", d("12.00"), 0, None, 3, False),
+        (1, "13", "BRD-L", d("14.00"), 3, None, 3, False),
+        (1, "14", "BRD-XL", d("9.50"), 2, None, 3, False),
+        (2, "21", "CAP", d("25.00"), 7, None, 3, False)]
+    assert sorted(rows(url, CHANGES)[len(changes):], key=str) == sorted([
+        (1, 3, "11", "compare_at", "12.00", None),
+        (1, 3, "12", "removed", removed_at, None)], key=str)
+    first_seen = rows(url, "SELECT variant_id, first_seen FROM product_variants ORDER BY variant_id")
+    assert first_seen[0][1] == first_seen[1][1] < first_seen[3][1]  # 14 first seen in pass 2
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_listed_products_carry_their_columns_answers_and_variants(api, kind, request, tmp_path):
+    url = f"sqlite:///{tmp_path / 'listed.db'}" if kind == "sqlite" else request.getfixturevalue("postgresql_url")
+    api.put(catalogue(1))
+    result = run_crawl(settings={"API_BASE_URL": api.base_url, "DATABASE_URL": url, **SETTINGS,
+                                 "PRODUCT_LIST_URL": f"{api.base_url}/products?page=1", "LIST_PAGINATION": "next_url",
+                                 "LIST_PRODUCTS": "products", "LIST_NEXT": "next", "KEEP_ANSWER": "1",
+                                 "PRODUCT_COLUMNS": "first_sku:text(16)=variants.0.sku"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [(r[0], r[1], r[2], r[3], r[4]) for r in variant_rows(url)] == [
+        (1, "11", "BRD-S", d("10.00"), 5), (1, "12", "BRD-M", d("12.00"), 0), (1, "13", "BRD-L", d("15.00"), 3),
+        (2, "21", "CAP", d("25.00"), 7)]
+    stored = database_query(url, "SELECT product_id, first_sku, answer, answer_digest FROM products "
+                                 "ORDER BY product_id")
+    assert [(r[0], r[1]) for r in stored] == [(1, "BRD-S"), (2, None)]
+    answers = [r[2] if isinstance(r[2], dict) else __import__("json").loads(r[2]) for r in stored]
+    assert [a["name"] for a in answers] == ["Board", "Cap"] and all(len(r[3]) == 64 for r in stored)

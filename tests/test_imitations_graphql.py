@@ -200,7 +200,8 @@ def walk(url: str, query_filter: str | None = None, first: int = 100) -> tuple[l
 
 
 def test_cursor_walk_answers_every_product_once_as_rest_does():
-    with Served(shopify_graphql.ShopifyGraphql(size=630, restore=10_000.0)) as api:
+    """A bucket far larger than the walk spends: this test is of paging, not of the budget (timed elsewhere)."""
+    with Served(shopify_graphql.ShopifyGraphql(size=630, maximum=100_000, restore=10_000.0)) as api:
         nodes, requests = walk(api.url)
         assert [node["id"] for node in nodes] == gids(sorted(api.imitation.products)) and requests == 7
         # The nodes form pages alike, 250 at a time.
@@ -228,7 +229,7 @@ def test_cursor_walk_answers_every_product_once_as_rest_does():
 
 
 def test_updated_at_search_answers_exactly_the_mutated_products():
-    with Served(shopify_graphql.ShopifyGraphql(size=400, restore=10_000.0)) as api:
+    with Served(shopify_graphql.ShopifyGraphql(size=400, maximum=100_000, restore=10_000.0)) as api:
         changes = api.call(api.imitation.mutate, changed=0.03, removed=2, added=3)
         when = changes["at_utc"].replace("+00:00", "Z")
         expected = gids(sorted(changes["changed"] + changes["added"]))

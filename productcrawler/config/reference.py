@@ -104,7 +104,7 @@ REFERENCE: tuple[Setting, ...] = (
             'that fails stops the crawl, exit 3 (`tls_certificate`). `false` accepts any certificate, '
             'with a WARNING: a lab only (Scrapy\'s `DOWNLOAD_VERIFY_CERTIFICATES`, given, counts by the '
             'same rule as `RETRY_TIMES`); see [Security](security.md#tls)',
-            default='True'),
+            default='`true`'),
     Setting(('API_CA_FILE',), 'api', 'path',
             'a PEM file of CA certificates trusted for the API besides the system\'s (a private CA); '
             'a file that is not there or holds no certificate exits 2',

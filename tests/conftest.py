@@ -79,6 +79,14 @@ def mysql_url() -> Iterator[str]:
         connection.close()
 
 
+@pytest.fixture(params=["mysql", "sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
+    """A fresh database of each kind the crawl writes to, by its DATABASE_URL (a test module may narrow it)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'products.db'}"
+    return str(request.getfixturevalue(f"{request.param}_url"))
+
+
 @pytest.fixture
 def redis_prefix() -> Iterator[str]:
     """A key prefix of this test's own; its keys are deleted afterwards."""

@@ -53,13 +53,6 @@ def api():
         yield server
 
 
-@pytest.fixture(params=["mysql", "sqlite", "postgresql"])
-def database_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'columns.db'}"
-    return request.getfixturevalue(f"{request.param}_url")
-
-
 def crawl(api: CatalogueApi, url: str, version: int, declared: str = DECLARED, **settings: str):
     api.put(catalogue(version))
     return run_crawl("-a", "start_id=1", "-a", f"end_id={END}",

@@ -52,13 +52,6 @@ def api():
         yield server
 
 
-@pytest.fixture(params=["mysql", "sqlite", "postgresql"])
-def database_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'variants.db'}"
-    return request.getfixturevalue(f"{request.param}_url")
-
-
 def crawl(api: CatalogueApi, url: str, version: int) -> None:
     api.put(catalogue(version))
     result = run_crawl("-a", "start_id=1", "-a", "end_id=2",

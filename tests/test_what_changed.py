@@ -50,13 +50,6 @@ def api():
         yield server
 
 
-@pytest.fixture(params=["mysql", "sqlite", "postgresql"])
-def database_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'changes.db'}"
-    return request.getfixturevalue(f"{request.param}_url")
-
-
 def query(url: str, sql: str) -> list[tuple]:
     found = database_query(url, sql)
     return [tuple(v.strftime("%Y-%m-%d %H:%M:%S") if isinstance(v, datetime) else v for v in row) for row in found]

@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from productcrawler.answer.payload import ABSENT, resolve
+
 #: Keys that hold the products in common list answers, tried in this order at each depth.
 PRODUCT_KEYS = ("products", "data", "items", "results", "records", "entries")
 #: Keys whose lists of objects are never the products (errors, navigation, the query echoed back).
@@ -21,7 +23,8 @@ SEARCH_DEPTH = 3
 KEYS_SHOWN = 12
 
 #: A path that is not in the body at all (as opposed to JSON ``null``).
-MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING", "__slots__": ()})()
+#: What ``lookup`` gives for a path the answer does not have (PRODUCT_FIELDS paths share the rule).
+MISSING: Any = ABSENT
 
 
 class ListingError(ValueError):
@@ -84,15 +87,7 @@ def split_path(path: str) -> tuple[str, ...]:
 
 def lookup(body: Any, path: str | tuple[str, ...]) -> Any:
     """The value at a dotted path (a whole number indexes a list), ``MISSING`` if there is none."""
-    node = body
-    for segment in split_path(path) if isinstance(path, str) else path:
-        if type(node) is dict:
-            node = node.get(segment, MISSING)
-        elif type(node) is list and segment.isdigit() and int(segment) < len(node):
-            node = node[int(segment)]
-        else:
-            return MISSING
-    return node
+    return resolve(body, split_path(path) if isinstance(path, str) else path)
 
 
 def shown_keys(body: Any) -> str:

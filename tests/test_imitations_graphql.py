@@ -106,10 +106,11 @@ def test_actual_cost_counts_what_came_back_and_the_bucket_gets_the_rest_back():
         status, body = graphql(api.url, "{ products(first: 10) { edges { node { title variants(first: 5) "
                                         "{ edges { node { price } } } } } } }")
         cost = body["extensions"]["cost"]
-        # 7 products, one variant each: 2 + 7 * (1 + (2 + 1)).
+        # 7 products, each its variants' connection and its variants: 2 + 7 * (1 + 2) + the variants.
+        variants = sum(len(product["variants"]) for product in api.imitation.products.values())
         assert status == 200 and len(body["data"]["products"]["edges"]) == 7
-        assert (cost["requestedQueryCost"], cost["actualQueryCost"]) == (82, 30)
-        assert cost["throttleStatus"] == {"maximumAvailable": 1000.0, "currentlyAvailable": 970,
+        assert (cost["requestedQueryCost"], cost["actualQueryCost"]) == (82, 2 + 7 * 3 + variants)
+        assert cost["throttleStatus"] == {"maximumAvailable": 1000.0, "currentlyAvailable": 1000 - (23 + variants),
                                           "restoreRate": 0.001}
         # A null object costs nothing inside it.
         _, body = graphql(api.url, '{ product(id: "gid://shopify/Product/1") { id variants(first: 5) '

@@ -189,8 +189,10 @@ def test_feed_exports_the_stored_products_only(clean_simulator, mysql_url, tmp_p
     by_id = {e["product_id"]: e for e in exported}
     for product_id, name, price, stock, category, brand, rating, sales in rows:
         item = by_id[product_id]
+        # The article's columns, and what PRODUCT_COLUMNS, KEEP_ANSWER and VARIANTS add (empty here).
         assert set(item) == {"product_id", "name", "price", "stock", "category", "brand", "rating",
-                             "sales_count", "update_time"}
+                             "sales_count", "update_time", "extra", "answer", "answer_digest", "variants"}
+        assert (item["extra"], item["answer"], item["answer_digest"], item["variants"]) == ({}, None, None, None)
         assert (item["name"], item["stock"], item["category"], item["brand"], item["sales_count"]) == (
             name, stock, category, brand, sales)
         assert [None if item[k] is None else Decimal(item[k]) for k in ("price", "rating")] == [price, rating]

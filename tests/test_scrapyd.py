@@ -298,7 +298,7 @@ def test_scheduled_job_crawls_into_mysql_with_a_clean_log(
 def test_a_configuration_error_fails_the_job_with_one_clear_line(
         scrapyd: Scrapyd, deployed: dict[str, Any], clean_simulator: SimulatorProcess) -> None:
     job = schedule(scrapyd, start_id=1, end_id=10,
-                   settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": "postgres://db/x"})
+                   settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": "oracle://db/x"})
     wait_until_finished(scrapyd, job)
     assert process_outcome(scrapyd, job) == "died: exitstatus=2"
     assert any("productcrawler: configuration error: DATABASE_URL=" in line and "unknown scheme" in line

@@ -76,7 +76,7 @@ def test_a_product_is_parsed() -> None:
 
 def test_an_answer_the_parser_chokes_on_is_failed_not_left_without_outcome(monkeypatch) -> None:
     # With a shared pass an id without an outcome is leased again and again; it must end recorded.
-    def choke(*args: Any) -> Any:
+    def choke(*args: Any, **kwargs: Any) -> Any:
         raise KeyError("surprise")
 
     monkeypatch.setattr("productcrawler.spiders.products.parse_product", choke)

@@ -260,16 +260,16 @@ def test_the_walker_of_a_cursor_chain_killed_the_other_instance_takes_over(apis,
 def test_product_ids_list_fetches_each_listed_product_by_id(apis, tmp_path):
     apis.reset()
     database = tmp_path / "products.db"
-    settings = listing_settings(apis, "shopify", database, MAX_REQUESTS_PER_SECOND=50, PRODUCT_IDS="list")
-    settings["PRODUCT_URL"] = recipe("shopify")["PRODUCT_URL"].replace("https://your-shop.myshopify.com",
-                                                                       apis.url("shopify"))
-    settings["PRODUCT_FIELDS"] = recipe("shopify")["PRODUCT_FIELDS"]
+    settings = listing_settings(apis, "woocommerce", database, MAX_REQUESTS_PER_SECOND=100, PRODUCT_IDS="list")
+    settings["PRODUCT_URL"] = recipe("woocommerce")["PRODUCT_URL"].replace("https://shop.example.com",
+                                                                           apis.url("woocommerce"))
     done = run_crawl(settings=settings)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert rows(database) == expected(apis, "shopify")
-    by_id = [a for a in apis.arrivals("shopify") if a["path"].startswith("/admin/api/2024-10/products/")]
-    assert len(by_id) == len(expected(apis, "shopify"))
-    assert query(database, "SELECT COUNT(*), COUNT(done_at) FROM listing_pages") == [(2, 2)]
+    assert rows(database) == expected(apis, "woocommerce")
+    by_id = [a for a in apis.arrivals("woocommerce") if a["path"].startswith("/wp-json/wc/v3/products/")]
+    assert len(by_id) == len(expected(apis, "woocommerce"))
+    pages = math.ceil(len(expected(apis, "woocommerce")) / 100)
+    assert query(database, "SELECT COUNT(*), COUNT(done_at) FROM listing_pages") == [(pages, pages)]
 
 
 def test_a_wrong_key_stops_a_listing_with_exit_3_and_stores_nothing(apis, tmp_path):

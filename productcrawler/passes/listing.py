@@ -32,6 +32,7 @@ class ListingPages:
 
     def __init__(self, url: ListUrl) -> None:
         self.template = url.template
+        self.graphql = url.graphql is not None
         self.digest = listing_digest(url.identity)
         #: page -> its URL, as far as the pass knows (page 1 once the pass is open: {since} filled in).
         self.urls: dict[int, str] = {}
@@ -49,7 +50,8 @@ class ListingPages:
         return f"listing:{self.digest}"
 
     def describe(self) -> str:
-        return f"the listing at {self.urls.get(1, self.template)}"
+        # A GraphQL page's locator is its variables: the endpoint says more.
+        return f"the listing at {self.template if self.graphql else self.urls.get(1, self.template)}"
 
     def ids_at(self, positions: list[int]) -> list[Any]:
         return list(positions)

@@ -148,7 +148,7 @@ def test_product_fields_that_do_not_match_the_answers(clean_simulator, mysql_url
                                  "PRODUCT_FIELDS": shapes.PRODUCT_FIELDS["renamed"]})
     assert_stopped_harmlessly(result, clean_simulator, mysql_url, earlier_pass,
                               ["200s without a product", "keys found: id, name, price",
-                               "check PRODUCT_FIELDS (product_id=data.sku,"], max_requests=60)
+                               "check PRODUCT_FIELDS (product_id=data.sku,"], max_requests=70)
 
 
 def test_every_answer_an_error_envelope(clean_simulator, mysql_url, earlier_pass):
@@ -156,7 +156,7 @@ def test_every_answer_an_error_envelope(clean_simulator, mysql_url, earlier_pass
     result = run_crawl(settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": mysql_url})
     assert_stopped_harmlessly(result, clean_simulator, mysql_url, earlier_pass,
                               ["error_envelope: error code=40004 ('product offline')", "keys found: code, msg, data",
-                               "check PRODUCT_FIELDS"], max_requests=60)
+                               "check PRODUCT_FIELDS"], max_requests=70)
 
 
 def test_a_key_revoked_mid_crawl_stops_the_crawl_and_the_pass_resumes(clean_simulator, mysql_url):

@@ -28,6 +28,7 @@ from tests.support.imitations import magento
 from tests.support.imitations.served import ImitationsProcess
 from tests.support.recipes import APIS, money, recipe
 from tests.support.services import REDIS_URL
+from tests.support.services import query as database_rows
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -76,11 +77,7 @@ def rows(database: Path, where: str = "") -> list[tuple[Any, ...]]:
 
 
 def query(database: Path, sql: str) -> list[tuple[Any, ...]]:
-    connection = sqlite3.connect(database)
-    try:
-        return connection.execute(sql).fetchall()
-    finally:
-        connection.close()
+    return database_rows(f"sqlite:///{database}", sql)
 
 
 def expected(apis: ImitationsProcess, name: str) -> list[tuple[Any, ...]]:

@@ -11,7 +11,6 @@ answers 403 "Over Quota" above 5 requests a second.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -23,17 +22,14 @@ from tests.support.imitations import bestbuy, github, shopify
 from tests.support.imitations.served import Served
 from tests.support.imitations.shopify_graphql import ShopifyGraphql
 from tests.support.recipes import recipe
+from tests.support.services import query as database_rows
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 
 def query(database: Path, sql: str) -> list[tuple[Any, ...]]:
-    connection = sqlite3.connect(database)
-    try:
-        return connection.execute(sql).fetchall()
-    finally:
-        connection.close()
+    return database_rows(f"sqlite:///{database}", sql)
 
 
 def pointed(name: str, url: str, database: Path, **more: Any) -> dict[str, Any]:

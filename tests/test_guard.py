@@ -21,7 +21,7 @@ import pytest
 from productcrawler.guard.failure_guard import EXIT_CODE
 from simulator import catalog, shapes
 from tests.support.crawls import run_crawl
-from tests.support.logs import dumped_stat, dumped_stats, log_lines, log_time
+from tests.support.logs import dumped_stats, log_lines, log_time
 from tests.support.services import MYSQL, REDIS_URL, mysql_execute, mysql_query, table
 
 if TYPE_CHECKING:
@@ -310,8 +310,8 @@ def test_ids_without_an_answer_among_products_do_not_stop_the_crawl(clean_simula
     # (which kept this crawl sending for 10 s after its stop). The log's times are whole seconds.
     stop = log_time(stopped.stderr, "Stopping the crawl")
     late = [arrival for arrival in clean_simulator.arrivals(since=started) if arrival[0] > stop.timestamp() + 1.5]
+    # (How many were still waiting at the stop, productcrawler/guard/unsent, is up to timing: it can be none.)
     assert late == [], late[:5]
-    assert dumped_stat(stopped.stderr, "productcrawler/guard/unsent") > 0
     assert (log_time(stopped.stderr, "Finished (guard_no_answers)") - stop).total_seconds() <= 2
 
 

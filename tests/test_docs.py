@@ -88,6 +88,18 @@ def test_every_module_and_name_the_docs_give_can_be_imported() -> None:
     assert sorted((page, dotted) for page, dotted in named if not found(dotted)) == []
 
 
+def test_every_benchmarks_section_the_docs_cite_exists() -> None:
+    # The design notes give a choice's reason and cite its figure as `BENCHMARKS.md`, "Section": a section
+    # renamed or dropped must take its citations along.
+    benchmarks = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    sections = {line.lstrip("#").strip() for line in benchmarks.splitlines() if line.startswith("#")}
+    pages = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+    cited = {(page.name, match.group(1)) for page in pages
+             for match in re.finditer(r'BENCHMARKS\.md`?, "([^"]+)"', " ".join(page.read_text(encoding="utf-8").split()))}
+    assert len(cited) > 10, "too few citations found: the pattern is wrong"
+    assert sorted((page, section) for page, section in cited if section not in sections) == []
+
+
 # -- no secret on a command line ------------------------------------------------------------------------
 #
 # The rule: in the docs' shell code (a fenced block without a language, or sh/bash/shell/console) and in

@@ -108,10 +108,8 @@ GUARD_ENABLED = True
 
 # The token bucket (ratelimit/middleware.py) is the hard cap on requests sent.
 RATE_LIMIT_ENABLED = True
-# Concurrency is sized from the rate and the API's latency (Little's law): a
-# request waiting for its token holds a slot, so concurrency >= rate x (latency
-# + token wait); 64 sustains 500/s up to ~120 ms of latency. The API is one
-# host, so the per-domain limit is the same.
+# Concurrency is sized from the rate and the API's latency, the per-domain limit
+# the same (docs/design-notes.md#concurrency-from-littles-law).
 CONCURRENT_REQUESTS = 64
 CONCURRENT_REQUESTS_PER_DOMAIN = 64
 # AutoThrottle adapts *below* the bucket's cap: it paces the bucket at about

@@ -42,14 +42,9 @@ pace, so the download slot keeps no delay and no timer runs per request.
 Keep DOWNLOAD_DELAY at 0: it is AutoThrottle's minimum delay, and Scrapy
 would also apply it as a slot delay.
 
-Sizing CONCURRENT_REQUESTS (Little's law): a request waiting for its slot
-holds a downloader slot (not a connection), so concurrency >= rate * (latency
-+ typical token wait) is needed to sustain the rate; e.g. 500/s at 10 ms
-latency needs 5 in flight, and 64 keeps the bucket the limit up to ~120 ms
-latency. Any surplus simply waits in the bucket. Keep
-CONCURRENT_REQUESTS_PER_DOMAIN equal to it: aiohttp's connection pool is sized
-from both, and a request that had to wait for a connection after its slot
-check would be sent late.
+A request waiting for its slot holds a downloader slot, so CONCURRENT_REQUESTS
+is sized from the rate and the latency
+(docs/design-notes.md#concurrency-from-littles-law).
 """
 
 from __future__ import annotations

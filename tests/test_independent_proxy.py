@@ -94,7 +94,7 @@ def test_a_crawl_through_proxy_py_stores_every_id_and_proxy_py_carried_each_requ
 
 def test_proxy_py_answering_407_stops_the_crawl_with_exit_3_and_records_nothing(
         clean_simulator, mysql_url, proxy_py):
-    # A wrong password with a single proxy: docs/proxies.md and the README's exit codes promises
+    # A wrong password with a single proxy: docs/proxies.md and the exit codes (docs/troubleshooting.md) promise
     # exit 3 within seconds, one ERROR line saying what to check, nothing recorded.
     before = len(proxy_py.forwarded())
     started = time.monotonic()

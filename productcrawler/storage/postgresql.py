@@ -1,9 +1,10 @@
 """``DATABASE_URL=postgresql://…`` as psycopg ``connect()`` arguments.
 
 The query options are MySQL's (``config/url_options.py``), with the same
-meaning, spelled as libpq's: ``ssl_ca`` → ``sslrootcert`` and certificate
-verification (``sslmode=verify-ca``), ``ssl_verify_identity`` → the host name
-too (``verify-full``), ``ssl_verify_cert`` without a CA → the system's CAs
+meaning, spelled as libpq's: ``ssl_ca`` → ``sslrootcert`` and verification of
+the chain and the host name (``sslmode=verify-full``), as for MySQL;
+``ssl_verify_identity=false`` → the chain only (``verify-ca``);
+``ssl_verify_cert`` without a CA → the system's CAs
 (``sslrootcert=system``), ``ssl_cert``/``ssl_key``/``ssl_key_password`` → the
 client certificate, ``unix_socket`` → the socket's directory as the host.
 Without TLS options libpq's default applies (``prefer``: TLS when offered).
@@ -38,7 +39,7 @@ def postgresql_kwargs(url: str, shown: str, connect_timeout: float) -> dict[str,
         kwargs["host"] = os.path.dirname(options["unix_socket"]) or options["unix_socket"]
     verify = options.get("ssl_verify_cert", "ssl_ca" in options) or options.get("ssl_verify_identity", False)
     if verify:
-        kwargs["sslmode"] = "verify-full" if options.get("ssl_verify_identity") else "verify-ca"
+        kwargs["sslmode"] = "verify-full" if options.get("ssl_verify_identity", True) else "verify-ca"
         kwargs["sslrootcert"] = options.get("ssl_ca", "system")
     elif "ssl_ca" in options or "ssl_cert" in options:
         kwargs["sslmode"] = "require"

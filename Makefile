@@ -29,10 +29,11 @@ demo: setup
 	$(BIN)/python scripts/demo.py
 
 # Two runs, both always made: the tests that do not measure time on TEST_WORKERS
-# workers (whole files per worker), then the `timing` tests (rates and delays
+# workers (whole files per worker, slowest first: tests/conftest.py's SLOW_FILES, which
+# --no-loadscope-reorder keeps), then the `timing` tests (rates and delays
 # measured in real time) alone, with nothing else running beside them. Fails if either fails.
 test: setup test-tools
 	@status=0; \
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not timing" --durations=15 tests || status=1; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not timing" --durations=15 tests || status=1; \
 	$(BIN)/python -m pytest -q -m timing --durations=10 tests || status=1; \
 	exit $$status

@@ -109,15 +109,17 @@ def redis_prefix() -> Iterator[str]:
     client.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def simulator() -> Iterator[SimulatorProcess]:
+    """The simulator, started once per session (per pytest-xdist worker): a test that needs it
+    as it started asks for ``clean_simulator``, which sets every option back."""
     with SimulatorProcess("--catalog-version", str(CATALOG_VERSION)) as sim:
         yield sim
 
 
 @pytest.fixture
 def clean_simulator(simulator: SimulatorProcess) -> SimulatorProcess:
-    """The module's simulator with no faults and an empty arrival record."""
+    """The session's simulator with no faults and an empty arrival record."""
     return simulator.clean()
 
 

@@ -44,8 +44,7 @@ def _reactor_loop_is_current() -> None:
 #: They run before the others: under pytest-xdist each file goes whole to one worker, handed
 #: out in the order of the run, so a long file left for last would keep one worker busy while
 #: the other has nothing to do. `make test` passes --no-loadscope-reorder: without it xdist
-#: hands out the files with the most tests first, whatever this order says, which left the long
-#: files of a few tests each (a few crawls per test) for the end.
+#: hands out the files with the most tests first, whatever this order says.
 SLOW_FILES = ("test_config_errors.py", "test_scrapy_conventions.py", "test_id_crawl.py", "test_pass_crawl.py",
               "test_independent_proxy.py", "test_field_drift.py", "test_cookbook.py", "test_faults.py",
               "test_id_migration.py", "test_services_lost.py", "test_storage_pipeline.py", "test_listing_crawl.py",

@@ -40,11 +40,19 @@ def _reactor_loop_is_current() -> None:
     reactor.make_current()
 
 
-#: The files whose crawls take longest, slowest first. They run before the others: under
-#: pytest-xdist each file goes whole to one worker, handed out in the order of the run,
-#: so a long file left for last would keep one worker busy while the other has nothing to do.
-SLOW_FILES = ("test_pass_crawl.py", "test_services_lost.py", "test_proxy_crawl.py", "test_guard.py",
-              "test_rented_services.py", "test_instances_start_together.py", "test_scrapyd.py", "test_faults.py")
+#: The files that take longest, slowest first (their summed --durations, measured on 2 workers).
+#: They run before the others: under pytest-xdist each file goes whole to one worker, handed
+#: out in the order of the run, so a long file left for last would keep one worker busy while
+#: the other has nothing to do. `make test` passes --no-loadscope-reorder: without it xdist
+#: hands out the files with the most tests first, whatever this order says.
+SLOW_FILES = ("test_config_errors.py", "test_scrapy_conventions.py", "test_id_crawl.py", "test_pass_crawl.py",
+              "test_independent_proxy.py", "test_field_drift.py", "test_cookbook.py", "test_faults.py",
+              "test_id_migration.py", "test_services_lost.py", "test_storage_pipeline.py", "test_listing_crawl.py",
+              "test_instances_start_together.py", "test_listing_incremental.py", "test_guard.py",
+              "test_what_changed.py", "test_scrapyd.py", "test_crawl.py", "test_proxy_crawl.py",
+              "test_api_shapes.py", "test_api_key.py", "test_structured_logging.py", "test_product_columns.py",
+              "test_outages.py", "test_rented_services.py", "test_variants.py", "test_monitoring.py",
+              "test_keep_answer.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -100,15 +108,17 @@ def redis_prefix() -> Iterator[str]:
     client.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def simulator() -> Iterator[SimulatorProcess]:
+    """The simulator, started once per session (per pytest-xdist worker): a test that needs it
+    as it started asks for ``clean_simulator``, which sets every option back."""
     with SimulatorProcess("--catalog-version", str(CATALOG_VERSION)) as sim:
         yield sim
 
 
 @pytest.fixture
 def clean_simulator(simulator: SimulatorProcess) -> SimulatorProcess:
-    """The module's simulator with no faults and an empty arrival record."""
+    """The session's simulator with no faults and an empty arrival record."""
     return simulator.clean()
 
 

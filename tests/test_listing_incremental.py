@@ -149,7 +149,7 @@ def test_graphql_errors_that_are_not_throttling_stop_the_crawl_like_a_wrong_mapp
 
 
 def test_a_403_that_says_the_limit_is_spent_is_waited_out_and_a_plain_403_stops(tmp_path):
-    with Served(github.GitHub(size=300, limit=10, window=3.0)) as api:
+    with Served(github.GitHub(size=200, limit=10, window=3.0)) as api:
         database = tmp_path / "products.db"
         settings = {"PRODUCT_LIST_URL": f"{api.url}/products?per_page=10&page=1", "API_KEY": github.TOKEN,
                     "DATABASE_URL": f"sqlite:///{database}", "MAX_REQUESTS_PER_SECOND": 50,
@@ -157,8 +157,8 @@ def test_a_403_that_says_the_limit_is_spent_is_waited_out_and_a_plain_403_stops(
         done = run_crawl(settings=settings)
         assert done.returncode == 0, done.stderr[-3000:]
         statuses = Counter(a["status"] for a in api.arrivals())
-        assert statuses[403] > 0, statuses  # the limit was reached: 30 pages against 10 per 3 s
-        assert query(database, "SELECT COUNT(*) FROM products") == [(300,)]
+        assert statuses[403] > 0, statuses  # the limit was reached: 20 pages against 10 per 3 s
+        assert query(database, "SELECT COUNT(*) FROM products") == [(200,)]
         assert "Stopping the crawl" not in done.stderr
         assert '"productcrawler/ratelimit/responses_429"' in done.stderr or "responses_429" in done.stderr
         # A plain 403 (a valid token that may not read) is a refused key: exit 3.

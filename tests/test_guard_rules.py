@@ -19,7 +19,7 @@ from productcrawler.answer.payload import BadResponse
 from productcrawler.config import ConfigError
 from productcrawler.guard.failure_guard import RETRY_DUE_SLACK, WholesaleFailureGuard
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 
 URL = "http://api.test/v1/product/{}"
 

@@ -16,7 +16,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
 from productcrawler.config import ConfigError
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.monitoring.metrics import PrometheusMetrics
 from simulator import catalog
 from tests.support.crawls import LoggedCrawl, crawl_command, crawl_env

@@ -22,7 +22,7 @@ from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
 from productcrawler.download.handler import WRITE_STARTED
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler, PacedConnector
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
 from tests.support.reactor import on_reactor_loop

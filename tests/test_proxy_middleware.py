@@ -271,7 +271,7 @@ def test_after_an_operators_stop_proxies_that_refused_their_credentials_stop_not
     # the request is abandoned, and no proxy-auth stop (exit 3) is made on top of it.
     from scrapy.exceptions import IgnoreRequest
 
-    from productcrawler.monitoring import stat_keys
+    from productcrawler import stat_keys
 
     mw = make_mw(PROXY_SCORE_FAILURE=100)
     for _ in range(3):

@@ -15,7 +15,7 @@ from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.ratelimit import LocalRateLimiter, RedisTokenBucket
 from productcrawler.ratelimit.middleware import ASYNCIO_REACTOR, RateLimitMiddleware, _check_asyncio
 from productcrawler.run.context import crawl_context

@@ -16,7 +16,7 @@ from twisted.python.failure import Failure
 from productcrawler import signals as signals_
 from productcrawler.download import META_ABANDONED
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.retry.policy import RetryPolicy
 from productcrawler.spiders.products import ProductsSpider
 from simulator import catalog

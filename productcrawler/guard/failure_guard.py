@@ -102,7 +102,7 @@ from productcrawler.guard.streaks import (
     diagnosis,
 )
 from productcrawler.items import MISSING, FailureItem, PageItem, ProductItem
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
 from productcrawler.proxies.config import parse_proxy_urls

@@ -46,7 +46,7 @@ from twisted.internet.defer import Deferred
 
 from productcrawler.answer.cleaning import product_keys
 from productcrawler.config.crawl import FIELD_DRIFT_MIN_SAMPLE
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.passes.summary import passes_summary
 from productcrawler.run.context import crawl_context
 

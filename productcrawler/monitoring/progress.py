@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from twisted.internet.task import LoopingCall
 
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:

@@ -47,7 +47,7 @@ from scrapy.utils.defer import deferred_from_coro
 from productcrawler import signals as our_signals
 from productcrawler.config.defaults import HEARTBEAT_INTERVAL
 from productcrawler.listing.meta import LISTED_ON
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.monitoring.stats import add_seconds
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
 from productcrawler.passes.calls import PassCalls

@@ -51,7 +51,7 @@ from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import exception_reason, tunnel_refusal
 from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS
 from productcrawler.guard.streaks import PROXIES_DOWN
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.monitoring.stats import add_seconds
 from productcrawler.proxies import GATEWAY_STATUSES, META_PROXY
 from productcrawler.proxies.blame import (

@@ -63,7 +63,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
 from productcrawler.config import ConfigError, mask_url
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.monitoring.stats import add_seconds
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED, BudgetPacer

@@ -32,7 +32,7 @@ from scrapy.downloadermiddlewares.retry import get_retry_request
 
 from productcrawler.config import ConfigError
 from productcrawler.items import FAILED, MISSING, FailureItem
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.retry.retry_after import parse_retry_after
 from productcrawler.run.context import crawl_context
 

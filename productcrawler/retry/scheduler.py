@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.core.scheduler import Scheduler
 
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.monitoring.stats import add_seconds
 
 # Request meta key: seconds to hold the request before it may be sent (set by the retry policy).

@@ -29,7 +29,7 @@ from productcrawler.listing.graphql import GraphqlErrors, cost_wait
 from productcrawler.listing.listed import ListedProducts
 from productcrawler.listing.meta import LISTED_ON, LISTING_PAGE
 from productcrawler.listing.reader import PageReader
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.proxies import gateway_error
 from productcrawler.retry.policy import RetryPolicy
 from productcrawler.run.context import crawl_context

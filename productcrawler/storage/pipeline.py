@@ -27,7 +27,7 @@ from twisted.internet.task import LoopingCall
 from productcrawler import signals
 from productcrawler.config import CrawlConfig
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.run.context import crawl_context
 from productcrawler.storage.database import utcnow, write_batch
 from productcrawler.storage.errors import is_connection_error

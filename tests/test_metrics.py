@@ -15,8 +15,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
-from productcrawler.config import ConfigError
 from productcrawler import stat_keys
+from productcrawler.config import ConfigError
 from productcrawler.monitoring.metrics import PrometheusMetrics
 from simulator import catalog
 from tests.support.crawls import LoggedCrawl, crawl_command, crawl_env

@@ -21,8 +21,8 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
-from productcrawler.download.handler import WRITE_STARTED
 from productcrawler import stat_keys
+from productcrawler.download.handler import WRITE_STARTED
 from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler, PacedConnector
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
 from tests.support.reactor import on_reactor_loop

@@ -16,9 +16,9 @@ import redis
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.test import get_crawler
 
+from productcrawler import stat_keys
 from productcrawler.ids import RangeIds
 from productcrawler.items import MISSING, FailureItem
-from productcrawler import stat_keys
 from productcrawler.passes.base import FINISHED, LOST, RUNNING, Entry, Lease
 from productcrawler.passes.scheduler import LEASE_BATCH, POSITION, PassScheduler
 from productcrawler.retry.policy import RESEND_NOW, RETRY_DELAY_META

@@ -19,8 +19,8 @@ from scrapy.addons import AddonManager
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import AsyncCrawlerProcess
 
-from productcrawler.config import ConfigError
 from productcrawler import stat_keys
+from productcrawler.config import ConfigError
 from productcrawler.monitoring.structured_logging import JsonLogging, json_requested
 from productcrawler.run import preflight
 from productcrawler.run.exit_status import exit_code

@@ -44,9 +44,9 @@ from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
+from productcrawler import stat_keys
 from productcrawler.answer.cleaning import product_keys
 from productcrawler.config.crawl import FIELD_DRIFT_MIN_SAMPLE
-from productcrawler import stat_keys
 from productcrawler.passes.summary import passes_summary
 from productcrawler.run.context import crawl_context
 

@@ -26,8 +26,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet.task import deferLater
 
-from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler import stat_keys
+from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.monitoring.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
 from productcrawler.proxies.metrics import ProxyStatsCollector
 from productcrawler.run.context import crawl_context

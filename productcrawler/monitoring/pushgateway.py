@@ -51,8 +51,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from productcrawler.config import mask_url
 from productcrawler import stat_keys
+from productcrawler.config import mask_url
 from productcrawler.passes.summary import passes_summary
 from productcrawler.run.context import crawl_context
 from productcrawler.run.exit_status import exit_code

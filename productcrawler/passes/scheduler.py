@@ -45,9 +45,9 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 
 from productcrawler import signals as our_signals
+from productcrawler import stat_keys
 from productcrawler.config.defaults import HEARTBEAT_INTERVAL
 from productcrawler.listing.meta import LISTED_ON
-from productcrawler import stat_keys
 from productcrawler.monitoring.stats import add_seconds
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
 from productcrawler.passes.calls import PassCalls

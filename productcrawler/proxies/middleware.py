@@ -46,12 +46,12 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro
 
+from productcrawler import stat_keys
 from productcrawler.config import burst_for_rate, mask_url
 from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import exception_reason, tunnel_refusal
 from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS
 from productcrawler.guard.streaks import PROXIES_DOWN
-from productcrawler import stat_keys
 from productcrawler.monitoring.stats import add_seconds
 from productcrawler.proxies import GATEWAY_STATUSES, META_PROXY
 from productcrawler.proxies.blame import (

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
 
-from productcrawler.download import META_ABANDONED
 from productcrawler import stat_keys
+from productcrawler.download import META_ABANDONED
 from productcrawler.ratelimit.budget_headers import BudgetHeaders
 from productcrawler.ratelimit.budget_plan import LocalBudgetGate
 from productcrawler.ratelimit.budget_reader import BudgetReader

@@ -62,8 +62,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
-from productcrawler.config import ConfigError, mask_url
 from productcrawler import stat_keys
+from productcrawler.config import ConfigError, mask_url
 from productcrawler.monitoring.stats import add_seconds
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED, BudgetPacer

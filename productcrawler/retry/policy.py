@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.retry import get_retry_request
 
+from productcrawler import stat_keys
 from productcrawler.config import ConfigError
 from productcrawler.items import FAILED, MISSING, FailureItem
-from productcrawler import stat_keys
 from productcrawler.retry.retry_after import parse_retry_after
 from productcrawler.run.context import crawl_context
 

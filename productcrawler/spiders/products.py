@@ -18,6 +18,7 @@ from scrapy import Request, Spider
 from w3lib.url import safe_url_string
 
 from productcrawler import signals as signals_
+from productcrawler import stat_keys
 from productcrawler.answer.cleaning import BadResponse, clean_product, decode_answer, parse_product
 from productcrawler.answer.kept import keep_answer
 from productcrawler.config import CrawlConfig
@@ -29,7 +30,6 @@ from productcrawler.listing.graphql import GraphqlErrors, cost_wait
 from productcrawler.listing.listed import ListedProducts
 from productcrawler.listing.meta import LISTED_ON, LISTING_PAGE
 from productcrawler.listing.reader import PageReader
-from productcrawler import stat_keys
 from productcrawler.proxies import gateway_error
 from productcrawler.retry.policy import RetryPolicy
 from productcrawler.run.context import crawl_context

@@ -24,10 +24,9 @@ from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.task import LoopingCall
 
-from productcrawler import signals
+from productcrawler import signals, stat_keys
 from productcrawler.config import CrawlConfig
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
-from productcrawler import stat_keys
 from productcrawler.run.context import crawl_context
 from productcrawler.storage.database import utcnow, write_batch
 from productcrawler.storage.errors import is_connection_error

@@ -9,8 +9,3 @@ The handler Scrapy is given (``DOWNLOAD_HANDLERS``) is its paced subclass in
 ``ratelimit/handler.py``, which waits for the rate limit's slot right before
 sending.
 """
-
-#: Meta key set on a request given up before it was sent because the crawl is
-#: stopping (the proxy pool on an operator's stop, the guard once it stopped the
-#: crawl): no outcome is recorded for its id, and the next run fetches it.
-META_ABANDONED = "productcrawler_abandoned"

@@ -26,8 +26,11 @@ from twisted.internet.task import LoopingCall
 
 from productcrawler import signals, stat_keys
 from productcrawler.config import CrawlConfig
+from productcrawler.config.crawler import crawl_config
+from productcrawler.instruments import crawl_instruments
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
-from productcrawler.run.context import crawl_context
+from productcrawler.passes.crawler import crawl_pass
+from productcrawler.storage.crawler import crawl_database
 from productcrawler.storage.database import utcnow, write_batch
 from productcrawler.storage.errors import is_connection_error
 
@@ -93,15 +96,14 @@ class StoragePipeline:
         self._pending_rows = 0
         self._writer: Deferred[None] | None = None
         self._timer = LoopingCall(self._flush)
-        self._batch_duration = crawl_context(crawler).instruments.database_batch_duration
+        self._batch_duration = crawl_instruments(crawler).database_batch_duration
         #: The database stayed away past DATABASE_OUTAGE_MAX: nothing more is written.
         self._given_up = False
         self._not_written = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
-        context = crawl_context(crawler)
-        return cls(crawler, context.database, context.config, context.crawl_pass)
+        return cls(crawler, crawl_database(crawler), crawl_config(crawler), crawl_pass(crawler))
 
     async def open_spider(self) -> None:
         await self.database.ensure_schema()

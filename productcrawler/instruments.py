@@ -4,14 +4,20 @@ Counts live in the crawl stats and are read when Prometheus scrapes
 (``monitoring/metrics.py``); a latency distribution cannot be rebuilt from
 stats, so these few histograms are observed directly. prometheus-client's
 ``observe`` is thread-safe (the Redis calls are timed in a worker thread) and
-costs under a microsecond. The metrics extension exports them; with
+costs under a microsecond. Every layer that times something observes them (the storage pipeline, the
+pass scheduler, request timing); the metrics extension exports them; with
 ``METRICS_PORT`` unset they are still observed (a few per second for the
 database and Redis) except the per-request one, whose middleware is off.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import Histogram, disable_created_metrics
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 NAMESPACE = "productcrawler"
 
@@ -24,9 +30,20 @@ CALL_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 # each would be one more gauge family per histogram on every scrape.
 disable_created_metrics()
 
+_ATTRIBUTE = "_productcrawler_instruments"
+
+
+def crawl_instruments(crawler: Crawler) -> Instruments:
+    """The crawler's histograms (whoever asks first creates them)."""
+    instruments: Instruments | None = getattr(crawler, _ATTRIBUTE, None)
+    if instruments is None:
+        instruments = Instruments()
+        setattr(crawler, _ATTRIBUTE, instruments)
+    return instruments
+
 
 class Instruments:
-    """One crawler's histograms (``crawl_context(crawler).instruments``)."""
+    """One crawler's histograms (:func:`crawl_instruments`)."""
 
     def __init__(self) -> None:
         # registry=None: the metrics extension registers them in its crawler's own registry.

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from productcrawler.ids import RangeIds
-from productcrawler.ids.failed import failed_snapshot
 from productcrawler.passes.database import DatabasePass
+from productcrawler.passes.failed import failed_snapshot
 from productcrawler.passes.listing import ListingPass
 from productcrawler.passes.record import SharedPassRecord
 from productcrawler.passes.redis_listing import RedisListingPass

@@ -37,7 +37,7 @@ import os
 import socket
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
@@ -54,7 +54,6 @@ from productcrawler.passes.calls import PassCalls
 from productcrawler.passes.crawler import crawl_pass
 from productcrawler.passes.listing import ListingPages
 from productcrawler.retry.scheduler import DelayingScheduler
-from productcrawler.spiders.products import ProductsSpider
 from productcrawler.stat_keys import add_seconds
 
 if TYPE_CHECKING:
@@ -80,12 +79,19 @@ PAGES_HELD = 4
 REFILL_BELOW = LEASE_BATCH
 
 
+@runtime_checkable
+class PassSpider(Protocol):
+    """A spider a pass drives (``ProductsSpider``): it builds the request of an id the pass hands out."""
+
+    def make_request(self, product_id: int | str) -> Request: ...
+
+
 class PassScheduler(BaseScheduler):
     def __init__(self, crawler: Crawler, crawl_pass: Pass) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.crawl_pass = crawl_pass
-        self.spider: Spider | None = None
+        self.spider: PassSpider | None = None
         self.finished = False  # the pass has nothing more to hand out
         self.lost = False  # the pass vanished from Redis: stopping, exit 1
         self._leased: deque[tuple[Entry, ProductId]] = deque()
@@ -107,7 +113,7 @@ class PassScheduler(BaseScheduler):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]  # other spiders get Scrapy's
-        if not isinstance(crawler.spider, ProductsSpider):
+        if not isinstance(crawler.spider, PassSpider):
             # Another spider of the project (one-URL commands, benchmarks): no pass.
             return DelayingScheduler.from_crawler(crawler)
         return cls(crawler, crawl_pass(crawler))
@@ -119,7 +125,7 @@ class PassScheduler(BaseScheduler):
         return deferred_from_coro(self._open(spider))
 
     async def _open(self, spider: Spider) -> None:
-        self.spider = spider
+        self.spider = spider  # type: ignore[assignment]  # a PassSpider: from_crawler chose this scheduler for it
         logger.info("%s", await self.crawl_pass.open(fresh=getattr(spider, "fresh", False)))
         self._lease_soon()
         if self.crawl_pass.instance is not None:
@@ -234,7 +240,7 @@ class PassScheduler(BaseScheduler):
         if not self._leased:
             return None
         entry, product_id = self._leased.popleft()
-        request = self.spider.make_request(product_id)  # type: ignore[union-attr]  # a ProductsSpider, set in open()
+        request = self.spider.make_request(product_id)  # type: ignore[union-attr]  # a PassSpider, set in open()
         request.meta[PASS_POSITION] = entry.position
         positions = self._in_flight.get(product_id)
         if positions is None:

@@ -36,6 +36,7 @@ def pipeline(tmp_path):
     database = crawl_database(crawler)
     database.pool.start()  # a crawl's reactor starts it; here there is no running reactor
     pipeline = StoragePipeline.from_crawler(crawler)
+    pipeline.stamp_with(crawl_pass(crawler))  # as the pass scheduler does
     on_reactor_loop(crawl_pass(crawler).open(fresh=False))  # pass 1: its id stamps the rows
     on_reactor_loop(pipeline.open_spider())
     committed: list[list[int]] = []

@@ -55,6 +55,7 @@ from productcrawler.passes.crawler import crawl_pass
 from productcrawler.passes.listing import ListingPages
 from productcrawler.retry.scheduler import DelayingScheduler
 from productcrawler.stat_keys import add_seconds
+from productcrawler.storage.pipeline import StoragePipeline
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -116,7 +117,12 @@ class PassScheduler(BaseScheduler):
         if not isinstance(crawler.spider, PassSpider):
             # Another spider of the project (one-URL commands, benchmarks): no pass.
             return DelayingScheduler.from_crawler(crawler)
-        return cls(crawler, crawl_pass(crawler))
+        crawl = crawl_pass(crawler)
+        # Built after the item pipelines (the engine opens the spider): the rows it writes carry this pass.
+        storage = crawler.get_item_pipeline(StoragePipeline)
+        if storage is not None:
+            storage.stamp_with(crawl)
+        return cls(crawler, crawl)
 
     # opening and closing
 

@@ -10,6 +10,10 @@ pending or every ``DATABASE_FLUSH_INTERVAL`` seconds, not whenever the writer
 is free: a writer that drains whatever came in during its previous write pays
 an insert, a delete, a commit and a Redis acknowledgement for a handful of
 rows (docs/design-notes.md#full-batches-in-the-storage-pipeline).
+
+Each row carries the pass it was written in: the pass scheduler hands the
+pipeline its pass (:meth:`StoragePipeline.stamp_with`); without one (another
+scheduler) rows carry no pass.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy.exceptions import DropItem
 from scrapy.utils.asyncio import sleep
@@ -29,7 +33,6 @@ from productcrawler.config import CrawlConfig
 from productcrawler.config.crawler import crawl_config
 from productcrawler.instruments import crawl_instruments
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
-from productcrawler.passes.crawler import crawl_pass
 from productcrawler.storage.crawler import crawl_database
 from productcrawler.storage.database import utcnow, write_batch
 from productcrawler.storage.errors import is_connection_error
@@ -40,7 +43,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet.defer import Deferred
 
-    from productcrawler.passes.base import Pass
     from productcrawler.storage.changes import Written
     from productcrawler.storage.database import Database
 
@@ -81,9 +83,17 @@ def _not_written() -> DropItem:
     return DropItem("not written: the database is unavailable", log_level="DEBUG")
 
 
+class Stamps(Protocol):
+    """What rows are stamped with: the pass being written (``passes.base.Pass``)."""
+
+    @property
+    def row_stamp(self) -> int | None:
+        """The ``pass_id`` column of every row written now (None: rows carry no pass)."""
+
+
 class StoragePipeline:
     def __init__(self, crawler: Crawler, database: Database, config: CrawlConfig,
-                 crawl_pass: Pass) -> None:
+                 crawl_pass: Stamps | None = None) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.database = database
@@ -103,7 +113,11 @@ class StoragePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
-        return cls(crawler, crawl_database(crawler), crawl_config(crawler), crawl_pass(crawler))
+        return cls(crawler, crawl_database(crawler), crawl_config(crawler))
+
+    def stamp_with(self, crawl_pass: Stamps) -> None:
+        """Stamp every row from now on with ``crawl_pass``'s row stamp (the pass scheduler calls this)."""
+        self.crawl_pass = crawl_pass
 
     async def open_spider(self) -> None:
         await self.database.ensure_schema()
@@ -217,7 +231,8 @@ class StoragePipeline:
         products += [product for page in pages for product in page.products]
         failures = [(p.item, p.recorded_at) for p in batch if isinstance(p.item, FailureItem)]
         return await maybe_deferred_to_future(self.database.run(
-            write_batch, products, failures, self.crawl_pass.row_stamp, self.tracked, pages,
+            write_batch, products, failures, None if self.crawl_pass is None else self.crawl_pass.row_stamp,
+            self.tracked, pages,
             self.database.declared, self.database.variant_declared))
 
     async def _write_one_by_one(self, batch: list[_Pending]) -> None:

@@ -69,8 +69,12 @@ class PacedDownloadMixin:
     _limit: RateLimitMiddleware | None = None
 
     def _rate_limit(self) -> RateLimitMiddleware | None:
-        # Looked up at the first request: the engine, and so the downloader's middlewares, exist by then.
+        # Looked up at the first request of a crawl: the engine, and so the downloader's middlewares,
+        # exist by then. A handler used on its own (no engine: Scrapy's own way to tell, its _engine)
+        # has nothing to pace it.
         if not self._limit_looked_up:
+            if self.crawler._engine is None:
+                return None
             self._limit = self.crawler.get_downloader_middleware(RateLimitMiddleware)
             self._limit_looked_up = True
         return self._limit

@@ -12,12 +12,9 @@ database and Redis) except the per-request one, whose middleware is off.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from prometheus_client import Histogram, disable_created_metrics
 
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
+from productcrawler.per_crawler import PerCrawler
 
 NAMESPACE = "productcrawler"
 
@@ -30,16 +27,6 @@ CALL_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 # each would be one more gauge family per histogram on every scrape.
 disable_created_metrics()
 
-_ATTRIBUTE = "_productcrawler_instruments"
-
-
-def crawl_instruments(crawler: Crawler) -> Instruments:
-    """The crawler's histograms (whoever asks first creates them)."""
-    instruments: Instruments | None = getattr(crawler, _ATTRIBUTE, None)
-    if instruments is None:
-        instruments = Instruments()
-        setattr(crawler, _ATTRIBUTE, instruments)
-    return instruments
 
 
 class Instruments:
@@ -60,3 +47,6 @@ class Instruments:
             "Time of one call of the shared scheduler to Redis (a lease, push, ack or heartbeat).",
             buckets=CALL_BUCKETS, registry=None)
 
+
+#: The crawler's histograms (whoever asks first creates them).
+crawl_instruments: PerCrawler[Instruments] = PerCrawler("instruments", lambda crawler: Instruments())

@@ -12,8 +12,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "productcrawler"
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"items", "signals", "meta", "stat_keys", "instruments", "instance", "redis_connection", "redis_clock",
-               "redis_lua", "redis_keys"}),
+    frozenset({"items", "signals", "meta", "stat_keys", "instruments", "instance", "per_crawler", "redis_connection",
+               "redis_clock", "redis_lua", "redis_keys"}),
     frozenset({"answer", "ids", "listing"}),
     frozenset({"config"}),
     frozenset({"storage", "download"}),

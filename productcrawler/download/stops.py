@@ -25,6 +25,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from productcrawler import stat_keys
 from productcrawler.meta import ABANDONED, NOT_SENT_STOPPED, STOP_REASONS
+from productcrawler.per_crawler import PerCrawler
 
 if TYPE_CHECKING:
     import logging
@@ -32,18 +33,6 @@ if TYPE_CHECKING:
 
     from scrapy import Request
     from scrapy.crawler import Crawler
-
-_ATTRIBUTE = "_productcrawler_stops"
-
-
-def crawl_stops(crawler: Crawler) -> Stops:
-    """The crawler's stops (whoever asks first creates them)."""
-    stops: Stops | None = getattr(crawler, _ATTRIBUTE, None)
-    if stops is None:
-        stops = Stops(crawler)
-        setattr(crawler, _ATTRIBUTE, stops)
-    return stops
-
 
 class Stops:
     def __init__(self, crawler: Crawler) -> None:
@@ -86,3 +75,7 @@ class Stops:
         request.meta[ABANDONED] = True
         self.crawler.stats.inc_value(stat_keys.GUARD_UNSENT)
         raise IgnoreRequest(NOT_SENT_STOPPED.format(reason=self.reason))
+
+
+#: The crawler's stops (whoever asks first creates them).
+crawl_stops: PerCrawler[Stops] = PerCrawler("stops", Stops)

@@ -107,6 +107,7 @@ from productcrawler.meta import (
     STOPPED_EXIT_CODE,
     TLS_CERTIFICATE,
 )
+from productcrawler.per_crawler import PerCrawler
 from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
 from productcrawler.proxies.config import parse_proxy_urls
@@ -126,7 +127,6 @@ EXIT_CODE = STOPPED_EXIT_CODE
 NOT_PRODUCT_REASONS = frozenset({"not_a_product", "error_envelope", "id_mismatch"})
 _AUTH_STATUSES = frozenset({401, 403})
 _BAD_RESPONSE_PREFIX = "bad_response/"
-_ATTRIBUTE = "_productcrawler_guard"
 #: Seconds between looks at whether held outcomes wait for answers that won't come.
 IDLE_CHECK_INTERVAL = 0.5
 #: Seconds a retry may take, once due, to be handed out by the pass again and sent.
@@ -155,21 +155,7 @@ class WholesaleFailureGuard:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WholesaleFailureGuard:
         # One object is both the extension and the item pipeline: the second from_crawler finds the first.
-        guard: WholesaleFailureGuard | None = getattr(crawler, _ATTRIBUTE, None)
-        if guard is not None:
-            return guard
-        if not _enabled(crawler):
-            raise NotConfigured
-        guard = cls(crawler, crawl_config(crawler))
-        crawler.signals.connect(guard.response_downloaded, signal=signals.response_downloaded)
-        crawler.signals.connect(guard.bad_response, signal=our_signals.bad_response)
-        crawler.signals.connect(guard.no_answer, signal=our_signals.no_answer)
-        crawler.signals.connect(guard.request_scheduled, signal=signals.request_scheduled)
-        crawler.signals.connect(guard.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(guard.spider_closed, signal=signals.spider_closed)
-        crawl_stops(crawler).watch(guard._stopped)
-        setattr(crawler, _ATTRIBUTE, guard)
-        return guard
+        return _GUARD(crawler)
 
     # -- watching answers (extension) ------------------------------------------
 
@@ -359,6 +345,24 @@ class WholesaleFailureGuard:
         logger.error("Stopping the crawl: %s. Nothing was recorded for these ids and no product row "
                      "was removed; the next run resumes the pass.", diagnosis)
         self._drop_all(f"the guard stopped the crawl ({STOP_REASONS[kind]})")
+
+
+def _build(crawler: Crawler) -> WholesaleFailureGuard:
+    if not _enabled(crawler):
+        raise NotConfigured
+    guard = WholesaleFailureGuard(crawler, crawl_config(crawler))
+    crawler.signals.connect(guard.response_downloaded, signal=signals.response_downloaded)
+    crawler.signals.connect(guard.bad_response, signal=our_signals.bad_response)
+    crawler.signals.connect(guard.no_answer, signal=our_signals.no_answer)
+    crawler.signals.connect(guard.request_scheduled, signal=signals.request_scheduled)
+    crawler.signals.connect(guard.spider_opened, signal=signals.spider_opened)
+    crawler.signals.connect(guard.spider_closed, signal=signals.spider_closed)
+    crawl_stops(crawler).watch(guard._stopped)
+    return guard
+
+
+#: The crawler's one guard, built by whichever of the extension and the pipeline Scrapy builds first.
+_GUARD: PerCrawler[WholesaleFailureGuard] = PerCrawler("guard", _build)
 
 
 def _enabled(crawler: Crawler) -> bool:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from productcrawler.config.crawler import crawl_config
 from productcrawler.passes import new_pass
+from productcrawler.per_crawler import PerCrawler
 from productcrawler.storage.crawler import crawl_database
 
 if TYPE_CHECKING:
@@ -13,18 +14,15 @@ if TYPE_CHECKING:
 
     from productcrawler.passes.base import Pass
 
-_ATTRIBUTE = "_productcrawler_pass"
+
+def _build(crawler: Crawler) -> Pass:
+    return new_pass(crawl_config(crawler), crawl_database(crawler))
 
 
-def crawl_pass(crawler: Crawler) -> Pass:
-    """The crawler's pass (whoever asks first builds it, with the crawler's database)."""
-    crawl: Pass | None = getattr(crawler, _ATTRIBUTE, None)
-    if crawl is None:
-        crawl = new_pass(crawl_config(crawler), crawl_database(crawler))
-        setattr(crawler, _ATTRIBUTE, crawl)
-    return crawl
+#: The crawler's pass (whoever asks first builds it, with the crawler's database).
+crawl_pass: PerCrawler[Pass] = PerCrawler("pass", _build)
 
 
 def built_pass(crawler: Crawler) -> Pass | None:
     """The pass if something has built it yet (for extensions that only read it)."""
-    return getattr(crawler, _ATTRIBUTE, None)
+    return crawl_pass.built(crawler)

@@ -4,10 +4,11 @@ Counts live in the crawl stats and are read when Prometheus scrapes
 (``monitoring/metrics.py``); a latency distribution cannot be rebuilt from
 stats, so these few histograms are observed directly. prometheus-client's
 ``observe`` is thread-safe (the Redis calls are timed in a worker thread) and
-costs under a microsecond. Every layer that times something observes them (the storage pipeline, the
-pass scheduler, request timing); the metrics extension exports them; with
-``METRICS_PORT`` unset they are still observed (a few per second for the
-database and Redis) except the per-request one, whose middleware is off.
+costs under a microsecond. The storage pipeline, the pass scheduler and
+request timing observe them, from several layers, so they sit at the bottom;
+the metrics extension exports them. With ``METRICS_PORT`` unset they are
+still observed (a few per second for the database and Redis) except the
+per-request one, whose middleware is off.
 """
 
 from __future__ import annotations

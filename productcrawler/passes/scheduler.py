@@ -48,7 +48,15 @@ from productcrawler import signals as our_signals
 from productcrawler import stat_keys
 from productcrawler.config.defaults import HEARTBEAT_INTERVAL
 from productcrawler.instruments import crawl_instruments
-from productcrawler.meta import LISTED_ON, PASS_LEASED_HERE, PASS_POSITION, PRODUCT_ID, RESEND_NOW, RETRY_DELAY
+from productcrawler.meta import (
+    LISTED_ON,
+    PASS_LEASED_HERE,
+    PASS_POSITION,
+    PRODUCT_ID,
+    REDIS_PASS_LOST,
+    RESEND_NOW,
+    RETRY_DELAY,
+)
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
 from productcrawler.passes.calls import PassCalls
 from productcrawler.passes.crawler import crawl_pass
@@ -335,12 +343,12 @@ class PassScheduler(BaseScheduler):
         logger.error("The pass %d vanished from Redis (a restart without persistence, a flush or a failover "
                      "to an empty replica?); stopping. Stored outcomes are kept; run the crawl again to "
                      "start a new pass", self.crawl_pass.pass_id)
-        self.stats.set_value(stat_keys.EXIT_REASON, "redis_pass_lost")
+        self.stats.set_value(stat_keys.EXIT_REASON, REDIS_PASS_LOST)
         for name in ("beat", "poll"):
             self._calls.stop(name)
         engine = self.crawler.engine
         if engine is not None and engine.spider is not None:
-            deferred_from_coro(engine.close_spider_async(reason="redis_pass_lost"))
+            deferred_from_coro(engine.close_spider_async(reason=REDIS_PASS_LOST))
 
     # outcomes
 

@@ -6,8 +6,8 @@ see :meth:`~productcrawler.ratelimit.middleware.RateLimitMiddleware.wait_for_slo
 as the first thing a download does, then calls the handler's own
 ``download_request``; ``download_latency`` (which AutoThrottle reads) is
 measured from after the wait (and from a new slot's, below). After the wait,
-a request the wholesale-failure guard would not have sent (it has stopped the
-crawl meanwhile) is given up instead (``WholesaleFailureGuard.refuse_unsent``).
+a request the crawl no longer sends (the guard or the proxies stopped it
+meanwhile) is given up instead (:meth:`~productcrawler.download.stops.Stops.refuse_unsent`).
 
 Between that call and aiohttp writing the request, one thing can suspend: the
 connection. With an idle pooled connection nothing does, but when the pool has

@@ -33,6 +33,7 @@ from productcrawler.config import CrawlConfig
 from productcrawler.config.crawler import crawl_config
 from productcrawler.instruments import crawl_instruments
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
+from productcrawler.meta import DATABASE_UNAVAILABLE
 from productcrawler.storage.crawler import crawl_database
 from productcrawler.storage.database import utcnow, write_batch
 from productcrawler.storage.errors import is_connection_error
@@ -322,6 +323,6 @@ class StoragePipeline:
     def _stop_crawl(self, error: BaseException) -> None:
         logger.error("The database has been unavailable for %.0f s (%s); stopping the crawl. "
                      "Nothing is lost: the next run resumes the pass.", self.outage_max, error)
-        self.stats.set_value(stat_keys.EXIT_REASON, "database_unavailable")
+        self.stats.set_value(stat_keys.EXIT_REASON, DATABASE_UNAVAILABLE)
         if self.crawler.engine is not None:
-            deferred_from_coro(self.crawler.engine.close_spider_async(reason="database_unavailable"))
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=DATABASE_UNAVAILABLE))

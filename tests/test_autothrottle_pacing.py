@@ -13,6 +13,7 @@ from scrapy.utils.test import get_crawler
 from productcrawler.ratelimit.autothrottle import BucketAutoThrottle
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
 from tests.support.crawls import run_crawl
+from tests.support.doubles import engine_with
 
 
 def build(**settings: Any) -> tuple[BucketAutoThrottle, RateLimitMiddleware]:
@@ -22,6 +23,7 @@ def build(**settings: Any) -> tuple[BucketAutoThrottle, RateLimitMiddleware]:
     crawler = get_crawler(settings_dict=values)
     limit = RateLimitMiddleware.from_crawler(crawler)
     throttle = BucketAutoThrottle.from_crawler(crawler)
+    engine_with(crawler, limit)
     throttle.spider_opened()
     return throttle, limit
 

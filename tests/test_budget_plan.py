@@ -20,7 +20,7 @@ from scrapy.http import Request, Response
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.ratelimit.budget_headers import BudgetHeaders, LeakyBudget, WindowBudget
 from productcrawler.ratelimit.budget_plan import Plan
 from productcrawler.ratelimit.budget_reader import BudgetReader, LeakyReport, WindowReport

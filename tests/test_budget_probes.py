@@ -11,7 +11,7 @@ from scrapy.http import Request, Response
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
-from productcrawler.download import META_ABANDONED
+from productcrawler.meta import ABANDONED as META_ABANDONED
 from productcrawler.ratelimit.budget_pacer import PROBES, BudgetPacer
 from productcrawler.ratelimit.budget_plan import HOLD, LocalBudgetGate
 from productcrawler.ratelimit.stop import STOP_CHECK, StopWatch

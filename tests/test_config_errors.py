@@ -316,7 +316,7 @@ def test_a_database_target_built_from_such_a_url_says_so_without_quoting_it():
 def test_a_password_that_leaves_a_host_to_try_fails_to_connect_with_the_hint(tmp_path):
     from scrapy.settings import Settings
 
-    from productcrawler.run.preflight import check
+    from productcrawler.commands.preflight import check
 
     # Read as urlsplit reads it: password "p", host 127.0.0.1, port 1 (nothing listens there).
     settings = Settings()

@@ -15,8 +15,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
+from productcrawler import stat_keys
 from productcrawler.config import ConfigError
-from productcrawler.monitoring import stat_keys
 from productcrawler.monitoring.metrics import PrometheusMetrics
 from simulator import catalog
 from tests.support.crawls import LoggedCrawl, crawl_command, crawl_env
@@ -282,8 +282,8 @@ def test_a_request_abandoned_before_it_was_sent_has_no_latency():
     from scrapy import Request
     from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest
 
-    from productcrawler.download import META_ABANDONED
-    from productcrawler.monitoring.instruments import Instruments
+    from productcrawler.instruments import Instruments
+    from productcrawler.meta import ABANDONED as META_ABANDONED
     from productcrawler.monitoring.request_timing import RequestTiming
 
     histogram = Instruments().request_duration

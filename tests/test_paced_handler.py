@@ -21,10 +21,11 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
-from productcrawler.download.handler import WRITE_STARTED
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
+from productcrawler.meta import WRITE_STARTED
 from productcrawler.ratelimit.handler import PacedAiohttpDownloadHandler, PacedConnector
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
+from tests.support.doubles import engine_with
 from tests.support.reactor import on_reactor_loop
 from tests.support.windows import max_in_window
 
@@ -61,6 +62,7 @@ async def download_all(base_url: str, gate_after: float | None,
         "MAX_REQUESTS_PER_SECOND": RATE, "RATE_LIMIT_BURST": 1, "RATE_LIMIT_HEADERS": "off",
         "DOWNLOAD_HANDLERS": get_project_settings().getdict("DOWNLOAD_HANDLERS")})
     limit = RateLimitMiddleware.from_crawler(crawler)
+    engine_with(crawler, limit)
     handler = build_from_crawler(GatedHandler, crawler)
     if gate_after is None:
         GATE.set()

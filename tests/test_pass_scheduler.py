@@ -16,12 +16,14 @@ import redis
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.test import get_crawler
 
+from productcrawler import stat_keys
 from productcrawler.ids import RangeIds
 from productcrawler.items import MISSING, FailureItem
-from productcrawler.monitoring import stat_keys
+from productcrawler.meta import PASS_POSITION as POSITION
+from productcrawler.meta import RESEND_NOW
+from productcrawler.meta import RETRY_DELAY as RETRY_DELAY_META
 from productcrawler.passes.base import FINISHED, LOST, RUNNING, Entry, Lease
-from productcrawler.passes.scheduler import LEASE_BATCH, POSITION, PassScheduler
-from productcrawler.retry.policy import RESEND_NOW, RETRY_DELAY_META
+from productcrawler.passes.scheduler import LEASE_BATCH, PassScheduler
 from productcrawler.spiders.products import ProductsSpider
 from tests.support.reactor import on_reactor_loop
 

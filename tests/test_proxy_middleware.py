@@ -23,13 +23,16 @@ from scrapy.exceptions import (
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
-from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import DOWNLOAD_ERRORS
+from productcrawler.meta import ABANDONED as META_ABANDONED
+from productcrawler.meta import PROXY_AVOID as META_AVOID
+from productcrawler.meta import PROXY_INDEX as META_PROXY
+from productcrawler.meta import PROXY_SUSPECT as META_SUSPECT
+from productcrawler.meta import RESEND_NOW
 from productcrawler.proxies.blame import PROXY_FAILURE_REASONS, UNCLEAR_REASONS
 from productcrawler.proxies.config import parse_proxy_urls
-from productcrawler.proxies.middleware import META_AVOID, META_PROXY, META_SUSPECT, ProxyMiddleware
+from productcrawler.proxies.middleware import ProxyMiddleware
 from productcrawler.proxies.outage import ProxyOutage
-from productcrawler.retry.policy import RESEND_NOW
 
 URL = "http://api.test/v1/product/7"
 PROXIES = "http://u:pw@10.0.0.1:3128,http://10.0.0.2:3128,http://10.0.0.3:3128"
@@ -271,7 +274,7 @@ def test_after_an_operators_stop_proxies_that_refused_their_credentials_stop_not
     # the request is abandoned, and no proxy-auth stop (exit 3) is made on top of it.
     from scrapy.exceptions import IgnoreRequest
 
-    from productcrawler.monitoring import stat_keys
+    from productcrawler import stat_keys
 
     mw = make_mw(PROXY_SCORE_FAILURE=100)
     for _ in range(3):

@@ -15,10 +15,9 @@ from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 from productcrawler.ratelimit import LocalRateLimiter, RedisTokenBucket
 from productcrawler.ratelimit.middleware import ASYNCIO_REACTOR, RateLimitMiddleware, _check_asyncio
-from productcrawler.run.context import crawl_context
 from tests.support.services import REDIS_URL
 from tests.support.windows import max_in_window
 
@@ -228,7 +227,7 @@ def test_instances_share_the_rate_and_the_backoff_through_redis(redis_prefix: st
 def test_a_download_handler_that_does_not_pace_is_refused(handlers: dict[str, Any], ok: bool) -> None:
     settings = {"DOWNLOAD_HANDLERS": {**PROJECT_HANDLERS, **handlers}}
     if ok:
-        assert crawl_context(build(**settings).crawler).rate_limit is not None
+        assert isinstance(build(**settings), RateLimitMiddleware)
     else:
         with pytest.raises(ValueError, match=r"DOWNLOAD_HANDLERS\['http"):
             build(**settings)

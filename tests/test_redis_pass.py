@@ -109,10 +109,10 @@ def test_the_heartbeat_lasts_the_instances_ttl(redis_prefix, ttl):
 def test_the_crawls_pass_gets_redis_heartbeat_ttl():
     from scrapy.utils.test import get_crawler
 
-    from productcrawler.run.context import crawl_context
+    from productcrawler.passes.crawler import crawl_pass
 
     crawler = get_crawler(settings_dict={"REDIS_URL": REDIS_URL, "REDIS_HEARTBEAT_TTL": "3.5"})
-    assert crawl_context(crawler).crawl_pass.heartbeat_ttl == 3.5
+    assert crawl_pass(crawler).heartbeat_ttl == 3.5
 
 
 def test_a_fresh_pass_replacing_one_with_no_live_instance_leaves_no_key_without_ttl(redis_prefix):

@@ -35,8 +35,8 @@ from twisted.python.failure import Failure
 from twisted.web.client import ResponseFailed
 
 from productcrawler import settings as project_settings
+from productcrawler import stat_keys
 from productcrawler.config import ConfigError
-from productcrawler.monitoring import stat_keys
 from productcrawler.retry.middleware import ApiRetryMiddleware
 from productcrawler.retry.policy import RetryPolicy
 from tests.support.doubles import PRODUCT_URL as URL

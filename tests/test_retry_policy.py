@@ -10,9 +10,9 @@ from scrapy import Request, Spider
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
+from productcrawler import stat_keys
 from productcrawler.config import ConfigError
 from productcrawler.items import FAILED, MISSING, FailureItem
-from productcrawler.monitoring import stat_keys
 from productcrawler.retry.policy import RetryPolicy
 from tests.support.doubles import PRODUCT_URL as URL
 from tests.support.doubles import FakeRandom, product_request

@@ -14,9 +14,9 @@ from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
 from productcrawler import signals as signals_
-from productcrawler.download import META_ABANDONED
+from productcrawler import stat_keys
 from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem
-from productcrawler.monitoring import stat_keys
+from productcrawler.meta import ABANDONED as META_ABANDONED
 from productcrawler.retry.policy import RetryPolicy
 from productcrawler.spiders.products import ProductsSpider
 from simulator import catalog

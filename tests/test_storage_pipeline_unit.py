@@ -18,8 +18,9 @@ from scrapy.utils.test import get_crawler
 
 from productcrawler import signals
 from productcrawler.items import MISSING, FailureItem, ProductItem
-from productcrawler.run.context import crawl_context
+from productcrawler.passes.crawler import crawl_pass
 from productcrawler.spiders.products import ProductsSpider
+from productcrawler.storage.crawler import crawl_database
 from productcrawler.storage.database import utcnow
 from productcrawler.storage.pipeline import StoragePipeline
 from tests.support.reactor import on_reactor_loop
@@ -32,10 +33,11 @@ def pipeline(tmp_path):
         "DATABASE_BATCH_SIZE": 3, "DATABASE_FLUSH_INTERVAL": 30, "PRODUCT_ID_END": 10})
     crawler.spider = ProductsSpider.from_crawler(crawler)
     crawler.stats.open_spider()
-    database = crawl_context(crawler).database
+    database = crawl_database(crawler)
     database.pool.start()  # a crawl's reactor starts it; here there is no running reactor
     pipeline = StoragePipeline.from_crawler(crawler)
-    on_reactor_loop(crawl_context(crawler).crawl_pass.open(fresh=False))  # pass 1: its id stamps the rows
+    pipeline.stamp_with(crawl_pass(crawler))  # as the pass scheduler does
+    on_reactor_loop(crawl_pass(crawler).open(fresh=False))  # pass 1: its id stamps the rows
     on_reactor_loop(pipeline.open_spider())
     committed: list[list[int]] = []
     crawler.signals.connect(

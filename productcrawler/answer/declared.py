@@ -26,7 +26,6 @@ from typing import Any
 
 from productcrawler.answer.payload import ABSENT, resolve
 from productcrawler.answer.payload import COLUMNS as ARTICLE_COLUMNS
-from productcrawler.storage.schema import column_type
 
 #: Columns of ``products`` a declared column may not take (the article's and the crawl's own).
 RESERVED = frozenset({*ARTICLE_COLUMNS, "id", "update_time", "created_at", "pass_id", "first_seen", "removed_at",
@@ -42,7 +41,7 @@ _UNWANTED_CHARS = re.compile("[<>\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 @dataclass(frozen=True)
 class DeclaredColumn:
     name: str
-    spec: str  # the type as schema.column_type reads it: text(64), decimal(10,2), ...
+    spec: str  # the type as read_type reads it: text(64), decimal(10,2), ...
     path: tuple[str, ...]  # keys from the answer's root (a list's item by its position)
 
     @property
@@ -80,7 +79,7 @@ def parse_columns(raw: object, reserved: frozenset[str] = RESERVED) -> tuple[Dec
             raise ValueError(f"column {name!r} is one of the crawl's own; PRODUCT_FIELDS maps those")
         if name in columns:
             raise ValueError(f"column {name!r} is declared twice")
-        column_type(spec)  # ValueError: which types there are
+        read_type(spec)  # ValueError: which types there are
         segments = tuple(path.split("."))
         if not path or any(not s.strip() or s != s.strip() for s in segments):
             raise ValueError(f"{name}: path {path!r} must be keys separated by dots, e.g. product.status")
@@ -197,3 +196,27 @@ def _plain_number(value: object) -> object:
 
 _CLEANERS = {"text": _text, "integer": _integer, "decimal": _decimal, "boolean": _boolean,
              "datetime": _datetime, "json": _json}
+
+
+#: The declared types without sizes.
+PLAIN_TYPES = frozenset({"integer", "boolean", "datetime", "json"})
+
+
+def read_type(spec: str) -> tuple[str, tuple[int, ...]]:
+    """A declared column's type, read: its name and sizes (``text(64)``: ``("text", (64,))``).
+
+    The types are ``text(N)``, ``integer``, ``decimal(P,S)``, ``boolean``,
+    ``datetime`` (stored UTC) and ``json``; ValueError says what is allowed.
+    """
+    name, _, arguments = spec.strip().lower().partition("(")
+    numbers = [part.strip() for part in arguments.rstrip(")").split(",")] if arguments else []
+    if (arguments and not arguments.endswith(")")) or not all(n.isdigit() for n in numbers):
+        raise ValueError(f"type {spec!r} cannot be read")
+    sizes = tuple(int(n) for n in numbers)
+    if name == "text" and len(sizes) == 1 and 0 < sizes[0] <= 16383:
+        return name, sizes
+    if name == "decimal" and len(sizes) == 2 and 0 < sizes[0] <= 65 and sizes[1] <= min(sizes[0], 30):
+        return name, sizes
+    if not sizes and name in PLAIN_TYPES:
+        return name, sizes
+    raise ValueError(f"type {spec!r} is not one of text(N), integer, decimal(P,S), boolean, datetime, json")

@@ -19,11 +19,11 @@ from scrapy.addons import AddonManager
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import AsyncCrawlerProcess
 
+from productcrawler import stat_keys
+from productcrawler.commands import preflight
 from productcrawler.config import ConfigError
-from productcrawler.monitoring import stat_keys
+from productcrawler.meta import exit_code
 from productcrawler.monitoring.structured_logging import JsonLogging, json_requested
-from productcrawler.run import preflight
-from productcrawler.run.exit_status import exit_code
 
 if TYPE_CHECKING:
     import argparse

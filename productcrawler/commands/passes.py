@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from productcrawler.commands.preflight import connect_database
 from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.passes.summary import COVERAGE_COLUMNS, PassSummary, passes_summary
-from productcrawler.run.preflight import connect_database
 
 if TYPE_CHECKING:
     import argparse

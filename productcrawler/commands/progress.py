@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from redis.exceptions import RedisClusterException, RedisError
 from scrapy.commands import ScrapyCommand
 
+from productcrawler.commands.preflight import connect_database
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.config.driver_errors import describe
 from productcrawler.passes.database_sql import as_datetime, outcome_counts
 from productcrawler.passes.listing_sql import known_pages
 from productcrawler.passes.redis_pass import RedisPass
 from productcrawler.redis_connection import async_redis_client
-from productcrawler.run.preflight import connect_database
 
 if TYPE_CHECKING:
     import argparse

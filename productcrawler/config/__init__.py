@@ -15,8 +15,8 @@ environment sets its values at Scrapy's "addon" priority, below ``-s``.
 * :mod:`.driver_errors` — :func:`~.driver_errors.describe`, one line for a
   database or Redis driver's error about a configured URL;
 * :mod:`.crawl` — :class:`CrawlConfig`, the whole contract parsed and
-  validated; a crawler's components share one, ``crawl_context(crawler).config``
-  (:mod:`productcrawler.run.context`).
+  validated; a crawler's components share one, ``crawl_config(crawler)``
+  (:mod:`.crawler`).
 
 Components never read these names with raw ``settings.get``: they read the
 crawler's ``CrawlConfig``, whose parsing raises ``ConfigError`` (a

@@ -1,7 +1,7 @@
 """``CrawlConfig``: the contract parsed and validated.
 
-A crawler's components share one, built once (``crawl_context(crawler).config``,
-:mod:`productcrawler.run.context`); parsing raises ``ConfigError`` naming the
+A crawler's components share one, built once (``crawl_config(crawler)``,
+:mod:`.crawler`); parsing raises ``ConfigError`` naming the
 setting and the offending value. The defaults are in :mod:`.defaults`, the
 checks of single values in :mod:`.values`.
 """

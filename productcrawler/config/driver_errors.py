@@ -1,6 +1,6 @@
 """One line for a database or Redis driver's error about a configured URL, with no piece of its password.
 
-Used by the start-up checks (``run/preflight.py``), ``scrapy progress`` and
+Used by the start-up checks (``commands/preflight.py``), ``scrapy progress`` and
 the shared rate limit's ping: each names the URL masked, then this line.
 """
 

@@ -4,13 +4,9 @@
 ``API_KEY`` / ``API_HEADERS`` to the API's own URLs on the way to the wire;
 ``errors`` says what each download error is raised as and named by (the
 reasons in stats, logs and stored failures); ``tls`` verifies the API's
-certificate (``API_TLS_VERIFY``, ``API_CA_FILE``) and words a refusal.
+certificate (``API_TLS_VERIFY``, ``API_CA_FILE``) and words a refusal;
+``stops`` is the crawl's stop, which the handler consults before sending.
 The handler Scrapy is given (``DOWNLOAD_HANDLERS``) is its paced subclass in
 ``ratelimit/handler.py``, which waits for the rate limit's slot right before
 sending.
 """
-
-#: Meta key set on a request given up before it was sent because the crawl is
-#: stopping (the proxy pool on an operator's stop, the guard once it stopped the
-#: crawl): no outcome is recorded for its id, and the next run fetches it.
-META_ABANDONED = "productcrawler_abandoned"

@@ -64,9 +64,10 @@ from scrapy.responsetypes import responsetypes
 from scrapy.utils._download_handlers import get_dataloss_msg, get_warnsize_msg
 
 from productcrawler.config import mask_credentials
+from productcrawler.config.crawler import crawl_config
 from productcrawler.download.errors import scrapy_error
 from productcrawler.download.tls import api_ssl_context, certificate_refusal
-from productcrawler.run.context import crawl_context
+from productcrawler.meta import WRITE_STARTED
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -107,10 +108,6 @@ def _raise(error: Exception, cause: BaseException, auth: ApiAuth | None) -> NoRe
 #: The header aiohttp sends for an empty body given as b"" (Scrapy's handler), added when the body is None.
 _NO_BODY = ("Content-Length", "0")
 
-#: Meta key: when a request held back after its download started (a connection that came after its
-#: rate-limit slot went stale: ratelimit/handler.py) was let go; ``download_latency`` counts from there.
-WRITE_STARTED = "productcrawler_write_started"
-
 #: Distinct peers remembered; more than this (many proxies) starts the memo again.
 _MAX_PEERS = 256
 
@@ -133,7 +130,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        config = crawl_context(crawler).config
+        config = crawl_config(crawler)
         # Scrapy's context verifies nothing by default; the API's certificate is verified (download/tls.py).
         self._ssl_context = api_ssl_context(self._ssl_context, config, crawler)
         self._sender = crawler.signals.sender

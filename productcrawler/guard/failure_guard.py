@@ -52,7 +52,8 @@ retried) stops the crawl at the first id it ends (``guard_tls_certificate``):
 whoever presented it is not proven to be the API, so every answer would be
 refused as well; nothing was sent to it, the key included.
 
-The proxy middleware stops the crawl through :meth:`stop_for` when every
+The proxy middleware stops the crawl through the crawl's stops
+(``download/stops.py``), which call the guard back, when every
 proxy rests after a 407 and none ever answered anything else (wrong
 credentials in ``PROXY_URLS``), or when every proxy rests after failures of
 its own for too long, rather than waiting for them forever.
@@ -81,34 +82,36 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import DropItem, IgnoreRequest, NotConfigured
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
 from productcrawler import signals as our_signals
+from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig
-from productcrawler.download import META_ABANDONED
+from productcrawler.config.crawler import crawl_config
 from productcrawler.download.errors import known_reason
+from productcrawler.download.stops import crawl_stops
 from productcrawler.guard.field_drift import FieldDrift
-from productcrawler.guard.streaks import (
+from productcrawler.guard.streaks import Streak, certificate_diagnosis, diagnosis
+from productcrawler.items import MISSING, FailureItem, PageItem, ProductItem
+from productcrawler.meta import (
     AUTH,
+    FIELD_DRIFT,
     NO_ANSWER,
     NOT_FOUND,
     NOT_PRODUCT,
-    PROXIES_DOWN,
-    Streak,
-    certificate_diagnosis,
-    diagnosis,
+    RETRY_DELAY,
+    STOP_REASONS,
+    STOPPED_EXIT_CODE,
+    TLS_CERTIFICATE,
 )
-from productcrawler.items import MISSING, FailureItem, PageItem, ProductItem
-from productcrawler.monitoring import stat_keys
+from productcrawler.per_crawler import PerCrawler
 from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
 from productcrawler.proxies.config import parse_proxy_urls
 from productcrawler.ratelimit.limited import is_rate_limited
-from productcrawler.retry.policy import RETRY_DELAY_META
-from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -120,15 +123,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: The exit code of a crawl the guard stopped (README, "Exit codes").
-EXIT_CODE = 3
-PROXY_AUTH = "proxy_auth"  # tripped by the proxy middleware: stop_for(), not a streak
-FIELD_DRIFT = "field_drift"  # tripped by the field-drift check (guard/field_drift.py), not a streak
-TLS_CERTIFICATE = "tls_certificate"  # the API's certificate failed verification: the first one trips it
-#: Finish reasons of a tripped guard, by streak.
-REASONS = {AUTH: "guard_auth_failures", NOT_PRODUCT: "guard_not_products", NOT_FOUND: "guard_404_streak",
-           NO_ANSWER: "guard_no_answers", PROXY_AUTH: "guard_proxy_auth_failures",
-           PROXIES_DOWN: "guard_proxies_down", FIELD_DRIFT: "guard_field_drift",
-           TLS_CERTIFICATE: "guard_tls_certificate"}
+EXIT_CODE = STOPPED_EXIT_CODE
 NOT_PRODUCT_REASONS = frozenset({"not_a_product", "error_envelope", "id_mismatch"})
 _AUTH_STATUSES = frozenset({401, 403})
 _BAD_RESPONSE_PREFIX = "bad_response/"
@@ -160,20 +155,7 @@ class WholesaleFailureGuard:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WholesaleFailureGuard:
         # One object is both the extension and the item pipeline: the second from_crawler finds the first.
-        context = crawl_context(crawler)
-        if context.guard is not None:
-            return context.guard
-        if not _enabled(crawler):
-            raise NotConfigured
-        guard = cls(crawler, context.config)
-        crawler.signals.connect(guard.response_downloaded, signal=signals.response_downloaded)
-        crawler.signals.connect(guard.bad_response, signal=our_signals.bad_response)
-        crawler.signals.connect(guard.no_answer, signal=our_signals.no_answer)
-        crawler.signals.connect(guard.request_scheduled, signal=signals.request_scheduled)
-        crawler.signals.connect(guard.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(guard.spider_closed, signal=signals.spider_closed)
-        context.guard = guard
-        return guard
+        return _GUARD(crawler)
 
     # -- watching answers (extension) ------------------------------------------
 
@@ -209,7 +191,7 @@ class WholesaleFailureGuard:
 
     def request_scheduled(self, request: Request) -> None:
         # Only what the engine schedules (retries and re-sends), not every request the pass hands out.
-        delay = request.meta.get(RETRY_DELAY_META)
+        delay = request.meta.get(RETRY_DELAY)
         if delay is not None:
             self._retries_due = max(self._retries_due, monotonic() + delay)
 
@@ -243,7 +225,7 @@ class WholesaleFailureGuard:
             return item
         if self.tripped is not None:
             self.stats.inc_value(stat_keys.GUARD_DROPPED)
-            raise DropItem(f"not recorded: the guard stopped the crawl ({REASONS[self.tripped]})",
+            raise DropItem(f"not recorded: the guard stopped the crawl ({STOP_REASONS[self.tripped]})",
                            log_level="DEBUG")
         if not streak.length:  # the streak was broken before this outcome got here
             return item
@@ -270,7 +252,7 @@ class WholesaleFailureGuard:
         since a listing has too few pages for a streak and would otherwise end "complete"."""
         if self.tripped is not None:
             self.stats.inc_value(stat_keys.GUARD_DROPPED)
-            raise DropItem(f"not recorded: the guard stopped the crawl ({REASONS[self.tripped]})",
+            raise DropItem(f"not recorded: the guard stopped the crawl ({STOP_REASONS[self.tripped]})",
                            log_level="DEBUG")
         if page.failure is None:
             if page.products:
@@ -287,7 +269,8 @@ class WholesaleFailureGuard:
         if streak is not None and streak.limit and streak.length:
             self._trip(streak)
             self.stats.inc_value(stat_keys.GUARD_DROPPED)
-            raise DropItem(f"not recorded: the guard stopped the crawl ({REASONS[streak.kind]})", log_level="DEBUG")
+            raise DropItem(f"not recorded: the guard stopped the crawl ({STOP_REASONS[streak.kind]})",
+                           log_level="DEBUG")
         return page
 
     def _streak_of(self, item: Any) -> Streak | None:
@@ -352,32 +335,34 @@ class WholesaleFailureGuard:
                                              proxies=self._proxies,
                                              now=monotonic()))
 
-    def refuse_unsent(self, request: Request) -> None:
-        """Once the guard has stopped the crawl, ``request`` is not sent: IgnoreRequest, its id left pending.
-
-        Scrapy lets the requests already under way finish before the spider
-        closes, and with the budget's probes, a retry's backoff or a 429's
-        wait, some are still waiting for their turn. Sent now, they would only
-        repeat what stopped the crawl (a wrong key, more 401s) for answers that
-        would be dropped, and keep a silent API's crawl open for their timeouts.
-        """
-        if self.tripped is None:
-            return
-        request.meta[META_ABANDONED] = True
-        self.stats.inc_value(stat_keys.GUARD_UNSENT)
-        raise IgnoreRequest(f"not sent: the guard stopped the crawl ({REASONS[self.tripped]})")
-
     def stop_for(self, kind: str, diagnosis: str) -> None:
-        """Stop the crawl (exit 3) for ``kind`` of REASONS, with one ERROR line; drop held outcomes."""
-        if self.tripped is not None:
-            return
+        """Stop the crawl (exit 3) for ``kind`` of STOP_REASONS: the crawl's stops call :meth:`_stopped` back."""
+        crawl_stops(self.crawler).stop(kind, diagnosis, logger)
+
+    def _stopped(self, kind: str, diagnosis: str) -> None:
+        """The crawl stops for ``kind`` (the guard's own, or the proxies'): one ERROR line; drop held outcomes."""
         self.tripped = kind
-        reason = REASONS[kind]
         logger.error("Stopping the crawl: %s. Nothing was recorded for these ids and no product row "
                      "was removed; the next run resumes the pass.", diagnosis)
-        self.stats.set_value(stat_keys.EXIT_REASON, reason)
-        self._drop_all(f"the guard stopped the crawl ({reason})")
-        deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))
+        self._drop_all(f"the guard stopped the crawl ({STOP_REASONS[kind]})")
+
+
+def _build(crawler: Crawler) -> WholesaleFailureGuard:
+    if not _enabled(crawler):
+        raise NotConfigured
+    guard = WholesaleFailureGuard(crawler, crawl_config(crawler))
+    crawler.signals.connect(guard.response_downloaded, signal=signals.response_downloaded)
+    crawler.signals.connect(guard.bad_response, signal=our_signals.bad_response)
+    crawler.signals.connect(guard.no_answer, signal=our_signals.no_answer)
+    crawler.signals.connect(guard.request_scheduled, signal=signals.request_scheduled)
+    crawler.signals.connect(guard.spider_opened, signal=signals.spider_opened)
+    crawler.signals.connect(guard.spider_closed, signal=signals.spider_closed)
+    crawl_stops(crawler).watch(guard._stopped)
+    return guard
+
+
+#: The crawler's one guard, built by whichever of the extension and the pipeline Scrapy builds first.
+_GUARD: PerCrawler[WholesaleFailureGuard] = PerCrawler("guard", _build)
 
 
 def _enabled(crawler: Crawler) -> bool:

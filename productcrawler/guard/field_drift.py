@@ -44,11 +44,11 @@ from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
+from productcrawler import stat_keys
 from productcrawler.answer.cleaning import product_keys
 from productcrawler.config.crawl import FIELD_DRIFT_MIN_SAMPLE
-from productcrawler.monitoring import stat_keys
 from productcrawler.passes.summary import passes_summary
-from productcrawler.run.context import crawl_context
+from productcrawler.storage.crawler import crawl_database
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -170,7 +170,7 @@ class FieldDrift:
 
     async def _load_baseline(self) -> PassSummary | None:
         try:
-            last = await maybe_deferred_to_future(crawl_context(self.crawler).database.run(last_complete_pass))
+            last = await maybe_deferred_to_future(crawl_database(self.crawler).run(last_complete_pass))
         except Exception as error:  # noqa: BLE001 - the database is away: the pipeline will say so
             logger.warning("Field drift not checked: the last complete pass could not be read (%s)", error)
             last = None

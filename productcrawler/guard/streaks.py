@@ -12,15 +12,13 @@ from redis.exceptions import RedisError
 
 from productcrawler.config import mask_credentials
 from productcrawler.download.errors import exception_detail, known_reason
+from productcrawler.meta import AUTH, NO_ANSWER, NOT_PRODUCT
 
 if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
 
     from productcrawler.config import CrawlConfig
 
-AUTH, NOT_PRODUCT, NOT_FOUND, NO_ANSWER = "auth", "not_product", "not_found", "no_answer"
-#: Every proxy failing on its own account: grown and tripped by the proxy middleware (proxies/outage.py).
-PROXIES_DOWN = "proxies_down"
 
 
 class Streak:

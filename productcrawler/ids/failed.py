@@ -1,21 +1,18 @@
-"""``ids=failed``: the ids recorded failed in the latest pass, written to an id file of their own.
+"""``ids=failed``: the ids recorded failed in the latest pass, in an id file of their own.
 
-The ids are read once, as the pass opens (in the database pool's thread),
-into a temporary file, so that the run is a pass over a file like any other
-(its digest and count recorded, leased by position). The file is removed when
-the pass closes.
+The pass reads them once, as it opens (``passes/failed.py``), into a
+temporary file, so that the run is a pass over a file like any other (its
+digest and count recorded, leased by position). The file is removed when the
+pass closes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from dataclasses import dataclass
-from typing import Any
 
 from productcrawler.ids.idfile import IdFile
-from productcrawler.passes.database_sql import write_failed_ids
 
 
 @dataclass(frozen=True)
@@ -42,19 +39,3 @@ class FailedIds:
             self.ids.close()
             with contextlib.suppress(OSError):
                 os.unlink(self.ids.path)
-
-
-def failed_snapshot(cursor: Any, dialect: Any, id_type: str) -> FailedIds:
-    """A function of a cursor (``Database.run``): read the failed ids into a temporary id file."""
-    descriptor, path = tempfile.mkstemp(prefix="productcrawler-failed-", suffix=".ids")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            count, latest, source = write_failed_ids(cursor, dialect, out)
-        if count == 0:
-            os.unlink(path)
-            return FailedIds(None, latest, source)
-        return FailedIds(IdFile.scan(path, id_type), latest, source)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        raise

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
-from productcrawler.listing.meta import LISTED_ON
+from productcrawler.meta import LISTED_ON, PRODUCT_ID
 
 if TYPE_CHECKING:
     from productcrawler.ids import ProductId
@@ -39,7 +39,7 @@ class ListedProducts:
         if page is None or page not in self._pages or any(isinstance(item, Request) for item in items):
             return items  # not a listed product's final outcome (a retry comes back here)
         pending, mark = self._pages[page]
-        pending.discard(request.meta["product_id"])
+        pending.discard(request.meta[PRODUCT_ID])
         if pending:
             return items
         del self._pages[page]

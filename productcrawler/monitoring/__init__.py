@@ -1,7 +1,7 @@
 """What the crawl says about itself: stats, progress, metrics, logs.
 
-* ``stat_keys``: the name of every stat this project records (``productcrawler/...``);
-  ``stats``: the stats collector (:class:`FastStatsCollector`).
+* ``stats``: the stats collector (:class:`FastStatsCollector`); the name of every
+  stat is in :mod:`productcrawler.stat_keys`.
 * ``progress``: the progress line and the closing summary (:class:`ProgressLog`).
 * ``metrics``: the Prometheus endpoint (:class:`PrometheusMetrics`, ``METRICS_PORT``),
   fed by ``instruments`` (latency histograms) and ``request_timing``

@@ -26,11 +26,14 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet.task import deferLater
 
+from productcrawler import stat_keys
 from productcrawler.config import ConfigError, CrawlConfig
-from productcrawler.monitoring import stat_keys
+from productcrawler.config.crawler import crawl_config
+from productcrawler.instruments import crawl_instruments
 from productcrawler.monitoring.traffic_stats import REQUEST_COUNT, RESPONSE_STATUS_PREFIX
+from productcrawler.passes.crawler import built_pass
 from productcrawler.proxies.metrics import ProxyStatsCollector
-from productcrawler.run.context import crawl_context
+from productcrawler.ratelimit.middleware import RateLimitMiddleware
 
 if TYPE_CHECKING:
     import threading
@@ -57,7 +60,12 @@ class CrawlStatsCollector:
         self.crawler = crawler
         self.stats: StatsCollector = crawler.stats
         self.config = config
-        self.context = crawl_context(crawler)
+        self._rate_limit: RateLimitMiddleware | None = None
+        crawler.signals.connect(self._engine_started, signal=signals.engine_started)
+
+    def _engine_started(self) -> None:
+        # The downloader's middlewares exist once the engine does; a scrape before this shows no waits.
+        self._rate_limit = self.crawler.get_downloader_middleware(RateLimitMiddleware)
 
     def describe(self) -> list[Metric]:
         # Names only, so that the registry never calls collect() at registration.
@@ -68,7 +76,7 @@ class CrawlStatsCollector:
         # the stats: dict() copies the dict in one step under the GIL, so the
         # loops below never see it change size.
         snapshot = dict(self.stats.get_stats())
-        crawl_pass = self.context.built_pass
+        crawl_pass = built_pass(self.crawler)
         yield from self._families(snapshot, crawl_pass)
         yield from self._state_families(snapshot, crawl_pass)
 
@@ -129,7 +137,7 @@ class CrawlStatsCollector:
         yield _gauge("requests_in_flight", "Requests sent to the API and not answered yet.",
                     self._in_flight())
         yield _gauge("requests_waiting_for_slot", "Requests waiting for a rate-limit slot.",
-                    float(getattr(self.context.rate_limit, "waiting", 0)))
+                    float(getattr(self._rate_limit, "waiting", 0)))
         yield _gauge("ratelimit_cap_requests_per_second",
                     "MAX_REQUESTS_PER_SECOND: the cap shared by every instance of the pass.",
                     self.config.max_requests_per_second)
@@ -180,7 +188,7 @@ class PrometheusMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(CrawlStatsCollector(crawler, config))
         self.registry.register(ProxyStatsCollector(crawler))  # yields nothing without PROXY_URLS
-        instruments = crawl_context(crawler).instruments
+        instruments = crawl_instruments(crawler)
         self.registry.register(instruments.request_duration)
         self.registry.register(instruments.database_batch_duration)
         if config.redis_url is not None:
@@ -193,7 +201,7 @@ class PrometheusMetrics:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PrometheusMetrics:
-        config = crawl_context(crawler).config
+        config = crawl_config(crawler)
         if config.metrics_port is None:
             raise NotConfigured
         extension = cls(crawler, config, config.metrics_port, config.metrics_address)

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from twisted.internet.task import LoopingCall
 
-from productcrawler.monitoring import stat_keys
-from productcrawler.run.context import crawl_context
+from productcrawler import stat_keys
+from productcrawler.config.crawler import crawl_config
+from productcrawler.passes.crawler import built_pass
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -30,7 +31,7 @@ class ProgressLog:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ProgressLog:
-        extension = cls(crawler, crawl_context(crawler).config.progress_interval)
+        extension = cls(crawler, crawl_config(crawler).progress_interval)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
@@ -45,7 +46,7 @@ class ProgressLog:
                 self.stats.get_value(stat_keys.FAILED, 0))
 
     def log_progress(self) -> None:
-        crawl_pass = crawl_context(self.crawler).built_pass
+        crawl_pass = built_pass(self.crawler)
         if crawl_pass is None:
             return
         stored, missing, failed = self.outcomes()

@@ -20,8 +20,9 @@ from scrapy.exceptions import DownloadTimeoutError, NotConfigured
 from twisted.internet import defer
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
-from productcrawler.download import META_ABANDONED
-from productcrawler.run.context import crawl_context
+from productcrawler.config.crawler import crawl_config
+from productcrawler.instruments import crawl_instruments
+from productcrawler.meta import ABANDONED, SENT_AT
 
 if TYPE_CHECKING:
     from prometheus_client import Histogram
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-SENT_AT = "_productcrawler_sent_at"
 #: Statuses kept apart from their class: a missing id, and the API's "slow down".
 _OWN_CLASS = {404: "404", 429: "429"}
 _TIMEOUTS = (DownloadTimeoutError, TimeoutError, TxTimeoutError, defer.TimeoutError)
@@ -48,10 +48,9 @@ class RequestTiming:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RequestTiming:
-        context = crawl_context(crawler)
-        if context.config.metrics_port is None:
+        if crawl_config(crawler).metrics_port is None:
             raise NotConfigured
-        return cls(context.instruments.request_duration)
+        return cls(crawl_instruments(crawler).request_duration)
 
     def process_request(self, request: Request) -> None:
         request.meta[SENT_AT] = time.monotonic()
@@ -67,6 +66,6 @@ class RequestTiming:
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         sent_at = request.meta.pop(SENT_AT, None)
-        if sent_at is not None and not request.meta.get(META_ABANDONED):  # abandoned: never sent
+        if sent_at is not None and not request.meta.get(ABANDONED):  # abandoned: never sent
             child = self._timeout if isinstance(exception, _TIMEOUTS) else self._error
             child.observe(time.monotonic() - sent_at)

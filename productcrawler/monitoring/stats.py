@@ -8,23 +8,12 @@ time, and a crawl makes about a dozen stats calls per response
 (docs/design-notes.md#per-call-costs-items-log-records-stats). This class restores ``object``'s attribute access;
 the only thing lost is that deprecation warning, for callers that still pass
 ``spider=`` (this project does not).
-
-``add_seconds`` sums a duration into a stat (``.../wait_seconds``, ``.../delay_seconds``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from scrapy.statscollectors import MemoryStatsCollector
-
-if TYPE_CHECKING:
-    from scrapy.statscollectors import StatsCollector
 
 
 class FastStatsCollector(MemoryStatsCollector):
     __getattribute__ = object.__getattribute__
-
-
-def add_seconds(stats: StatsCollector, key: str, seconds: float) -> None:
-    stats.inc_value(key, seconds, start=0.0)  # type: ignore[arg-type]  # Scrapy types it int; it sums any number

@@ -29,8 +29,9 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from productcrawler.config import ConfigError
-from productcrawler.run.context import crawl_context
-from productcrawler.run.instance import instance_name
+from productcrawler.instance import instance_name
+from productcrawler.meta import PRODUCT_ID
+from productcrawler.passes.crawler import built_pass
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -72,7 +73,7 @@ class CrawlFields(logging.Filter):
         args = record.args
         if isinstance(args, Mapping):
             self._request_fields(record, args)
-        crawl_pass = None if self.crawler is None else crawl_context(self.crawler).built_pass
+        crawl_pass = None if self.crawler is None else built_pass(self.crawler)
         if crawl_pass is not None and crawl_pass.pass_id is not None:
             record.pass_id = crawl_pass.pass_id
         record.instance = instance_name()
@@ -84,7 +85,7 @@ class CrawlFields(logging.Filter):
         request = args.get("request") or getattr(response, "request", None)
         meta = getattr(request, "meta", None) or {}
         fields = {
-            "product_id": args.get("product_id", meta.get("product_id")),
+            "product_id": args.get("product_id", meta.get(PRODUCT_ID)),
             "attempt": args.get("attempts", meta.get("retry_times", 0) + 1 if meta else None),
             "status": args.get("status", args.get("http_status", getattr(response, "status", None))),
             "elapsed": _rounded(meta.get("download_latency")),

@@ -4,7 +4,7 @@
 (one process: the database is the ledger) and ``redis_pass.py`` (any number
 of instances share the pass in Redis) implement it over ids, ``listing.py`` and
 ``redis_listing.py`` over a listing's pages (``PRODUCT_LIST_URL``). ``new_pass`` picks one by
-``REDIS_URL``; a crawler has one, ``crawl_context(crawler).crawl_pass``.
+``REDIS_URL``; a crawler has one, ``crawl_pass(crawler)`` (:mod:`.crawler`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from productcrawler.ids import RangeIds
-from productcrawler.ids.failed import failed_snapshot
 from productcrawler.passes.database import DatabasePass
+from productcrawler.passes.failed import failed_snapshot
 from productcrawler.passes.listing import ListingPass
 from productcrawler.passes.record import SharedPassRecord
 from productcrawler.passes.redis_listing import RedisListingPass

@@ -15,7 +15,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine

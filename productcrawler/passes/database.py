@@ -15,7 +15,6 @@ import logging
 from typing import TYPE_CHECKING
 
 from productcrawler.ids import RangeIds
-from productcrawler.ids.failed import failed_snapshot
 from productcrawler.passes.base import FINISHED, RUNNING, Entry, Lease
 from productcrawler.passes.database_sql import (
     DONE_AMONG_CHUNK,
@@ -24,6 +23,7 @@ from productcrawler.passes.database_sql import (
     done_ids,
     open_pass,
 )
+from productcrawler.passes.failed import failed_snapshot
 from productcrawler.passes.one_process import OneProcessPass
 from productcrawler.passes.summary import finish_with_summary
 from productcrawler.storage.database import utcnow

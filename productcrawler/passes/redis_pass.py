@@ -46,10 +46,10 @@ import redis
 
 from productcrawler.config import DEFAULTS, ConfigError
 from productcrawler.ids import RangeIds
+from productcrawler.instance import instance_name
 from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
 from productcrawler.redis_connection import reply_text
-from productcrawler.run.instance import instance_name
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -109,6 +109,17 @@ class PassState:
         return self.end_id - self.start_id + 1
 
 
+
+def pass_base(prefix: str, spider_name: str = "products") -> str:
+    """What every key of a shared pass starts with. One hash tag for every key: a Redis Cluster keeps
+    them in one slot, so each script's keys are on one node (no CROSSSLOT)."""
+    return f"{{{prefix}}}:{spider_name}"
+
+
+def pass_key(base: str) -> str:
+    """The hash of the running pass (its id, status, id list...)."""
+    return f"{base}:pass"
+
 class RedisPass:
     """The Redis side of the shared pass, for one instance."""
 
@@ -130,9 +141,7 @@ class RedisPass:
         self.record = record
         #: The crawl_passes id every row written in this pass carries (``record.py``); None without a record.
         self.row_stamp: int | None = None
-        # One hash tag for every key: a Redis Cluster keeps them in one slot,
-        # so each script's keys are on one node (no CROSSSLOT).
-        self.base = f"{{{prefix}}}:{spider_name}"
+        self.base = pass_base(prefix, spider_name)
         self.instance = instance or instance_name()
         #: Seconds without a heartbeat after which this instance counts as dead (REDIS_HEARTBEAT_TTL).
         self.heartbeat_ttl = heartbeat_ttl
@@ -166,7 +175,7 @@ class RedisPass:
     # keys
     @property
     def pass_key(self) -> str:
-        return f"{self.base}:pass"
+        return pass_key(self.base)
 
     def key(self, name: str, pass_id: int | None = None) -> str:
         return f"{self.base}:pass:{self.pass_id if pass_id is None else pass_id}:{name}"

@@ -37,7 +37,7 @@ import os
 import socket
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
@@ -45,18 +45,25 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 
 from productcrawler import signals as our_signals
+from productcrawler import stat_keys
 from productcrawler.config.defaults import HEARTBEAT_INTERVAL
-from productcrawler.listing.meta import LISTED_ON
-from productcrawler.monitoring import stat_keys
-from productcrawler.monitoring.stats import add_seconds
+from productcrawler.instruments import crawl_instruments
+from productcrawler.meta import (
+    LISTED_ON,
+    PASS_LEASED_HERE,
+    PASS_POSITION,
+    PRODUCT_ID,
+    REDIS_PASS_LOST,
+    RESEND_NOW,
+    RETRY_DELAY,
+)
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, Entry
 from productcrawler.passes.calls import PassCalls
+from productcrawler.passes.crawler import crawl_pass
 from productcrawler.passes.listing import ListingPages
-from productcrawler.retry.policy import RESEND_NOW
-from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
 from productcrawler.retry.scheduler import DelayingScheduler
-from productcrawler.run.context import crawl_context
-from productcrawler.spiders.products import ProductsSpider
+from productcrawler.stat_keys import add_seconds
+from productcrawler.storage.pipeline import StoragePipeline
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -79,10 +86,13 @@ PAGES_HELD = 4
 #: Lease more once the local buffer is down to this many ids, so that the
 #: engine never waits for the pass while it has ids left.
 REFILL_BELOW = LEASE_BATCH
-#: Request meta key: leased here and handed to the engine by the scheduler itself; it stays here.
-_LEASED_HERE = "_productcrawler_leased_here"
-#: Request meta key: the request's position in the pass.
-POSITION = "pass_position"
+
+
+@runtime_checkable
+class PassSpider(Protocol):
+    """A spider a pass drives (``ProductsSpider``): it builds the request of an id the pass hands out."""
+
+    def make_request(self, product_id: int | str) -> Request: ...
 
 
 class PassScheduler(BaseScheduler):
@@ -90,7 +100,7 @@ class PassScheduler(BaseScheduler):
         self.crawler = crawler
         self.stats = crawler.stats
         self.crawl_pass = crawl_pass
-        self.spider: Spider | None = None
+        self.spider: PassSpider | None = None
         self.finished = False  # the pass has nothing more to hand out
         self.lost = False  # the pass vanished from Redis: stopping, exit 1
         self._leased: deque[tuple[Entry, ProductId]] = deque()
@@ -106,16 +116,21 @@ class PassScheduler(BaseScheduler):
         self._unpushed: list[tuple[Entry, float]] = []
         self._starved = False  # the engine asked and got nothing
         self._last_beat = (time.time(), 0)
-        self._calls = PassCalls(crawl_pass, crawler.stats, crawl_context(crawler).instruments.redis_call_duration)
+        self._calls = PassCalls(crawl_pass, crawler.stats, crawl_instruments(crawler).redis_call_duration)
         crawler.signals.connect(self._committed, signal=our_signals.outcomes_committed)
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]  # other spiders get Scrapy's
-        if not isinstance(crawler.spider, ProductsSpider):
+        if not isinstance(crawler.spider, PassSpider):
             # Another spider of the project (one-URL commands, benchmarks): no pass.
             return DelayingScheduler.from_crawler(crawler)
-        return cls(crawler, crawl_context(crawler).crawl_pass)
+        crawl = crawl_pass(crawler)
+        # Built after the item pipelines (the engine opens the spider): the rows it writes carry this pass.
+        storage = crawler.get_item_pipeline(StoragePipeline)
+        if storage is not None:
+            storage.stamp_with(crawl)
+        return cls(crawler, crawl)
 
     # opening and closing
 
@@ -124,7 +139,7 @@ class PassScheduler(BaseScheduler):
         return deferred_from_coro(self._open(spider))
 
     async def _open(self, spider: Spider) -> None:
-        self.spider = spider
+        self.spider = spider  # type: ignore[assignment]  # a PassSpider: from_crawler chose this scheduler for it
         logger.info("%s", await self.crawl_pass.open(fresh=getattr(spider, "fresh", False)))
         self._lease_soon()
         if self.crawl_pass.instance is not None:
@@ -173,7 +188,7 @@ class PassScheduler(BaseScheduler):
     # requests in
 
     def enqueue_request(self, request: Request) -> bool:
-        if request.meta.pop(_LEASED_HERE, False) or "product_id" not in request.meta:
+        if request.meta.pop(PASS_LEASED_HERE, False) or PRODUCT_ID not in request.meta:
             self._ready.append(request)
             return True
         if LISTED_ON in request.meta:  # PRODUCT_IDS=list: a listed product, not a position of the pass
@@ -185,8 +200,8 @@ class PassScheduler(BaseScheduler):
         if delay > 0:
             self.stats.inc_value(stat_keys.RETRY_DELAYED)
             add_seconds(self.stats, stat_keys.RETRY_DELAY_SECONDS, delay)
-        position = request.meta[POSITION]
-        self._settled(request.meta["product_id"], position)
+        position = request.meta[PASS_POSITION]
+        self._settled(request.meta[PRODUCT_ID], position)
         self._unpushed.append((Entry(position, request.meta.get("retry_times", 0)), delay))
         self._push_soon()
         return True
@@ -208,7 +223,7 @@ class PassScheduler(BaseScheduler):
         del self._listed_held[request]
         engine = self.crawler.engine
         if engine is not None and engine.spider is not None:
-            request.meta[_LEASED_HERE] = True
+            request.meta[PASS_LEASED_HERE] = True
             engine.crawl(request)
 
     async def _push_held(self) -> None:
@@ -239,8 +254,8 @@ class PassScheduler(BaseScheduler):
         if not self._leased:
             return None
         entry, product_id = self._leased.popleft()
-        request = self.spider.make_request(product_id)  # type: ignore[union-attr]  # a ProductsSpider, set in open()
-        request.meta[POSITION] = entry.position
+        request = self.spider.make_request(product_id)  # type: ignore[union-attr]  # a PassSpider, set in open()
+        request.meta[PASS_POSITION] = entry.position
         positions = self._in_flight.get(product_id)
         if positions is None:
             self._in_flight[product_id] = [entry.position]
@@ -279,7 +294,7 @@ class PassScheduler(BaseScheduler):
         if request is not None:
             self._starved = False
             self._calls.stop("poll")
-            request.meta[_LEASED_HERE] = True
+            request.meta[PASS_LEASED_HERE] = True
             engine.crawl(request)
         elif self.finished and engine.spider_is_idle():
             self._calls.stop("poll")
@@ -328,12 +343,12 @@ class PassScheduler(BaseScheduler):
         logger.error("The pass %d vanished from Redis (a restart without persistence, a flush or a failover "
                      "to an empty replica?); stopping. Stored outcomes are kept; run the crawl again to "
                      "start a new pass", self.crawl_pass.pass_id)
-        self.stats.set_value(stat_keys.EXIT_REASON, "redis_pass_lost")
+        self.stats.set_value(stat_keys.EXIT_REASON, REDIS_PASS_LOST)
         for name in ("beat", "poll"):
             self._calls.stop(name)
         engine = self.crawler.engine
         if engine is not None and engine.spider is not None:
-            deferred_from_coro(engine.close_spider_async(reason="redis_pass_lost"))
+            deferred_from_coro(engine.close_spider_async(reason=REDIS_PASS_LOST))
 
     # outcomes
 

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import DownloadFailedError
 
+from productcrawler.meta import PROXY_INDEX
+
 if TYPE_CHECKING:
     from scrapy import Request
 
-#: Meta key: which proxy of the pool this request went through (its index).
-META_PROXY = "proxy_index"
 #: A gateway's "I got no answer": through a proxy, the proxy's own word that the API did not answer.
 GATEWAY_STATUSES = frozenset({502, 504})
 
@@ -33,7 +33,7 @@ class ProxyGatewayError(DownloadFailedError):
 
 def gateway_no_answer(request: Request, status: int) -> bool:
     """Whether ``status`` is a proxy's word that it got no answer from the API (a 502/504 through a proxy)."""
-    return status in GATEWAY_STATUSES and request.meta.get(META_PROXY) is not None
+    return status in GATEWAY_STATUSES and request.meta.get(PROXY_INDEX) is not None
 
 
 def gateway_error(request: Request, status: int) -> ProxyGatewayError | None:

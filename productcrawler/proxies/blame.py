@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from productcrawler.proxies import META_PROXY, gateway_no_answer
+from productcrawler.meta import PROXY_INDEX, PROXY_SUSPECT
+from productcrawler.proxies import gateway_no_answer
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -22,8 +23,6 @@ PROXY_FAILURE_STATUSES = frozenset({407})
 UNCLEAR_REASONS = frozenset({"timeout", "connection_lost", "connection_closed", "response_failed"})
 UNCLEAR_STATUSES = frozenset({403, 429, 502, 504})
 
-META_AVOID = "proxy_avoid"  #: a re-send: not through this proxy if another is usable
-META_SUSPECT = "proxy_suspect"  #: [proxy index, reason] of an unclear failure being compared
 
 
 def resent_through_another_proxy(request: Request, status: int) -> bool:
@@ -34,9 +33,9 @@ def resent_through_another_proxy(request: Request, status: int) -> bool:
     middleware sees them (the guard's streaks) must not count it.
     """
     meta = request.meta
-    if meta.get(META_PROXY) is None:
+    if meta.get(PROXY_INDEX) is None:
         return False
-    return status in PROXY_FAILURE_STATUSES or (status in UNCLEAR_STATUSES and META_SUSPECT not in meta)
+    return status in PROXY_FAILURE_STATUSES or (status in UNCLEAR_STATUSES and PROXY_SUSPECT not in meta)
 
 
 def no_answer_from_the_api(request: Request, status: int) -> bool:

@@ -44,19 +44,24 @@ from scrapy import signals
 from scrapy.core.downloader import Downloader
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.asyncio import sleep
-from scrapy.utils.defer import deferred_from_coro
 
 from productcrawler.config import burst_for_rate, mask_url
-from productcrawler.download import META_ABANDONED
+from productcrawler.config.crawler import crawl_config
 from productcrawler.download.errors import exception_reason, tunnel_refusal
-from productcrawler.guard.failure_guard import PROXY_AUTH, REASONS
-from productcrawler.guard.streaks import PROXIES_DOWN
-from productcrawler.monitoring import stat_keys
-from productcrawler.monitoring.stats import add_seconds
-from productcrawler.proxies import GATEWAY_STATUSES, META_PROXY
+from productcrawler.download.stops import crawl_stops
+from productcrawler.meta import (
+    ABANDONED,
+    NOT_SENT_NO_PROXY,
+    PROXIES_DOWN,
+    PROXY_AUTH,
+    PROXY_AVOID,
+    PROXY_INDEX,
+    PROXY_SUSPECT,
+    RESEND_NOW,
+    RETRY_DELAY,
+)
+from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import (
-    META_AVOID,
-    META_SUSPECT,
     PROXY_FAILURE_REASONS,
     PROXY_FAILURE_STATUSES,
     UNCLEAR_REASONS,
@@ -71,9 +76,7 @@ from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
 from productcrawler.ratelimit.wait import wait_for_fresh_slot
 from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, async_redis_client
-from productcrawler.retry.policy import RESEND_NOW
-from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
-from productcrawler.run.context import crawl_context
+from productcrawler.stat_keys import add_seconds
 
 if TYPE_CHECKING:
     from typing import Self
@@ -102,8 +105,9 @@ class ProxyMiddleware:
         self.limiters = limiters
         self._all_resting_logged = False
         self._answered = False  # any answer but a 407 through any proxy, in this run
-        self._stopping = False  # the guard stopped the crawl: waiters give up
-        crawl = crawl_context(crawler).config
+        self._stopping = False  # this middleware stopped the crawl: waiters give up
+        self.stops = crawl_stops(crawler)
+        crawl = crawl_config(crawler)
         self.outage = ProxyOutage(config.proxies, enabled=crawl.guard_no_answers > 0,
                                   seconds=crawl.guard_no_answers_seconds)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -114,7 +118,7 @@ class ProxyMiddleware:
         config = ProxyConfig.from_settings(crawler.settings)
         if config is None:
             raise NotConfigured
-        crawl = crawl_context(crawler).config
+        crawl = crawl_config(crawler)
         book: HealthBook
         client = None
         if crawl.redis_url is None:
@@ -149,7 +153,7 @@ class ProxyMiddleware:
 
     async def process_request(self, request: Request) -> None:
         await self.pool.ready()
-        avoid = request.meta.pop(META_AVOID, None)
+        avoid = request.meta.pop(PROXY_AVOID, None)
         proxy = self.pool.choose(avoid)
         if proxy is None:
             proxy = await self._wait_for_a_proxy(request, avoid)
@@ -158,7 +162,7 @@ class ProxyMiddleware:
         meta = request.meta
         meta["proxy"] = proxy.url
         meta[Downloader.DOWNLOAD_SLOT] = proxy.slot
-        meta[META_PROXY] = proxy.index
+        meta[PROXY_INDEX] = proxy.index
         if proxy.auth is not None:
             request.headers[b"Proxy-Authorization"] = proxy.auth
         self.stats.inc_value(stat("requests", proxy))
@@ -177,8 +181,8 @@ class ProxyMiddleware:
             if not self.crawler.crawling or self._stopping:
                 # An operator's stop must not wait for a rest to end (up to
                 # PROXY_REST_MAX); the spider records nothing for this id.
-                request.meta[META_ABANDONED] = True
-                raise IgnoreRequest("the crawl is stopping and no proxy is usable")
+                request.meta[ABANDONED] = True
+                raise IgnoreRequest(NOT_SENT_NO_PROXY)
             await sleep(min(SYNC_INTERVAL, max(0.01, self.pool.seconds_until_one_is_back())))
         add_seconds(self.stats, stat("all_resting_wait_seconds"), time.monotonic() - started)
         return proxy
@@ -186,7 +190,7 @@ class ProxyMiddleware:
     def _stop_if_waiting_cannot_help(self) -> None:
         if not self._answered and self.pool.all_refused_credentials():
             self._stop_for_credentials()
-        elif crawl_context(self.crawler).guard is not None and (diagnosis := self.outage.diagnosis()):
+        elif self.stops.watched and (diagnosis := self.outage.diagnosis()):
             self._stop(PROXIES_DOWN, diagnosis)
 
     def _stop_for_credentials(self) -> None:
@@ -196,19 +200,14 @@ class ProxyMiddleware:
                                f"({', '.join(p.shown for p in self.proxies)})")
 
     def _stop(self, kind: str, diagnosis: str) -> None:
+        # With GUARD_ENABLED off, wrong credentials still stop (exit 3) rather than wait forever.
         self._stopping = True
-        guard = crawl_context(self.crawler).guard
-        if guard is not None:
-            guard.stop_for(kind, diagnosis)
-        else:  # GUARD_ENABLED off: wrong credentials still stop (exit 3) rather than wait forever
-            logger.error("Stopping the crawl: %s", diagnosis)
-            self.crawler.stats.set_value(stat_keys.EXIT_REASON, REASONS[kind])
-            deferred_from_coro(self.crawler.engine.close_spider_async(reason=REASONS[kind]))
+        self.stops.stop(kind, diagnosis, logger)
 
     # -- answers back ------------------------------------------------------
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
-        index = request.meta.get(META_PROXY)
+        index = request.meta.get(PROXY_INDEX)
         if index is None:
             return response
         proxy = self.proxies[index]
@@ -223,8 +222,8 @@ class ProxyMiddleware:
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> Request | None:
-        index = request.meta.get(META_PROXY)
-        if index is None or request.meta.get(META_ABANDONED):  # never sent: nothing to say of the proxy
+        index = request.meta.get(PROXY_INDEX)
+        if index is None or request.meta.get(ABANDONED):  # never sent: nothing to say of the proxy
             return None
         proxy = self.proxies[index]
         status = tunnel_refusal(exception)
@@ -247,7 +246,7 @@ class ProxyMiddleware:
 
     def _proxy_worked(self, request: Request, proxy: Proxy) -> None:
         self.pool.succeeded(proxy)
-        suspect = request.meta.pop(META_SUSPECT, None)
+        suspect = request.meta.pop(PROXY_SUSPECT, None)
         if suspect is not None and suspect[0] != proxy.index:
             # The same id got an answer through another proxy: that failure followed the proxy.
             self.pool.failed(self.proxies[suspect[0]], suspect[1])
@@ -258,12 +257,12 @@ class ProxyMiddleware:
         return self._resend(request, proxy)
 
     def _unclear(self, request: Request, proxy: Proxy, reason: str) -> Request | None:
-        suspect = request.meta.pop(META_SUSPECT, None)
+        suspect = request.meta.pop(PROXY_SUSPECT, None)
         if suspect is None:
             self.pool.answered(proxy)
             self.stats.inc_value(stat("compared"))
             retry = self._resend(request, proxy)
-            retry.meta[META_SUSPECT] = [proxy.index, reason]
+            retry.meta[PROXY_SUSPECT] = [proxy.index, reason]
             return retry
         # Failed again through another proxy: it follows the id, the retry middleware's case.
         self.pool.answered(proxy)
@@ -274,9 +273,9 @@ class ProxyMiddleware:
         """The same attempt again, at once, through another proxy: no retry is used up."""
         retry = request.replace(dont_filter=True)
         meta = retry.meta
-        for key in ("proxy", Downloader.DOWNLOAD_SLOT, META_PROXY, RETRY_DELAY):
+        for key in ("proxy", Downloader.DOWNLOAD_SLOT, PROXY_INDEX, RETRY_DELAY):
             meta.pop(key, None)
-        meta[META_AVOID] = proxy.index
+        meta[PROXY_AVOID] = proxy.index
         meta[RESEND_NOW] = True
         retry.headers.pop(b"Proxy-Authorization", None)
         self.stats.inc_value(stat("resent"))

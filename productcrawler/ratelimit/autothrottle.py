@@ -28,7 +28,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from productcrawler.config import ConfigError
-from productcrawler.run.context import crawl_context
+from productcrawler.ratelimit.middleware import RateLimitMiddleware
 
 if TYPE_CHECKING:
     # typing.Self requires Python 3.11
@@ -57,6 +57,7 @@ class BucketAutoThrottle:
         self.min_delay: float = settings.getfloat("DOWNLOAD_DELAY")
         self.max_delay: float = settings.getfloat("AUTOTHROTTLE_MAX_DELAY")
         self.delay: float = max(self.min_delay, settings.getfloat("AUTOTHROTTLE_START_DELAY"))
+        self._limit: RateLimitMiddleware | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
 
@@ -70,6 +71,8 @@ class BucketAutoThrottle:
         return 1.0 / self.delay if self.delay > 0 else None
 
     def spider_opened(self) -> None:
+        # The rate limit it paces, found once the engine (and the downloader's middlewares) exist.
+        self._limit = self.crawler.get_downloader_middleware(RateLimitMiddleware)
         self._apply()
 
     def response_downloaded(self, response: Response, request: Request) -> None:
@@ -90,6 +93,6 @@ class BucketAutoThrottle:
         self._apply()
 
     def _apply(self) -> None:
-        limit = crawl_context(self.crawler).rate_limit
+        limit = self._limit
         if limit is not None:
             limit.limiter.set_pace(self.pace)

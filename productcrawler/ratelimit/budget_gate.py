@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED
-from productcrawler.run.context import crawl_context
+from productcrawler.meta import BUDGET_ADMITTED
+from productcrawler.ratelimit.middleware import RateLimitMiddleware
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -22,15 +22,19 @@ if TYPE_CHECKING:
 class BudgetGateMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.context = crawl_context(crawler)
+        self._rate_limit: RateLimitMiddleware | None = None
+        self._looked_up = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BudgetGateMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
-        rate_limit = self.context.rate_limit
+        if not self._looked_up:  # at the first request: the downloader's middlewares exist by then
+            self._rate_limit = self.crawler.get_downloader_middleware(RateLimitMiddleware)
+            self._looked_up = True
+        rate_limit = self._rate_limit
         budget = None if rate_limit is None else rate_limit.budget
         if budget is not None:
             await budget.admit(request)
-            request.meta[META_BUDGET_ADMITTED] = True
+            request.meta[BUDGET_ADMITTED] = True

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
 
-from productcrawler.download import META_ABANDONED
-from productcrawler.monitoring import stat_keys
+from productcrawler import stat_keys
+from productcrawler.meta import ABANDONED, BUDGET_PROBE, BUDGET_SEQ, NOT_SENT_BUDGET
 from productcrawler.ratelimit.budget_headers import BudgetHeaders
 from productcrawler.ratelimit.budget_plan import LocalBudgetGate
 from productcrawler.ratelimit.budget_reader import BudgetReader
@@ -51,10 +51,6 @@ if TYPE_CHECKING:
     from productcrawler.config import CrawlConfig
     from productcrawler.ratelimit.budget_plan import Budget
 
-META_BUDGET_SEQ = "ratelimit_budget_seq"
-#: Set by BudgetGateMiddleware once the budget let a request go (the rate limit then does not ask again).
-META_BUDGET_ADMITTED = "ratelimit_budget_admitted"
-META_PROBE = "ratelimit_budget_probe"  # set on a request sent while no budget was known
 #: Requests in flight while no budget is known: enough to learn one within a round trip,
 #: few enough that they cannot overdraw a small budget between them.
 PROBES = 2
@@ -109,9 +105,8 @@ class BudgetPacer:
             await self._admit(request)
         except Stopping:
             self.abandoned += 1
-            request.meta[META_ABANDONED] = True
-            raise IgnoreRequest("not sent: the crawl stopped while the request waited for the API's "
-                                "announced budget") from None
+            request.meta[ABANDONED] = True
+            raise IgnoreRequest(NOT_SENT_BUDGET) from None
 
     async def _admit(self, request: Request) -> None:
         self.stop.check()
@@ -121,25 +116,25 @@ class BudgetPacer:
             if self.probing < PROBES:
                 self.probing += 1
                 self.probes += 1
-                request.meta[META_PROBE] = True
+                request.meta[BUDGET_PROBE] = True
                 break
             self._probe_done.clear()
             if not await self.stop.wait_for(self._probe_done, PROBE_TIMEOUT):
                 self.probing = 0  # those probes are lost: their end no longer counts
             if self._unannounced(request):  # the answers to the probes said so meanwhile
                 return
-        request.meta[META_BUDGET_SEQ] = await self.gate.admit()
+        request.meta[BUDGET_SEQ] = await self.gate.admit()
 
     def _unannounced(self, request: Request) -> bool:
         """The API announces no budget: ``request`` goes without one."""
         if self.announced is False:
-            request.meta[META_BUDGET_SEQ] = None
+            request.meta[BUDGET_SEQ] = None
             return True
         return False
 
     def done(self, request: Request) -> None:
         """``request`` was answered or failed: a probe among it ends."""
-        if request.meta.pop(META_PROBE, False):
+        if request.meta.pop(BUDGET_PROBE, False):
             self.probing = max(0, self.probing - 1)
             self._probe_done.set()
 
@@ -159,7 +154,7 @@ class BudgetPacer:
             return False
         self.announced = True
         now = time.monotonic()
-        report = self.reader.read(budget, request.meta.get(META_BUDGET_SEQ), now, time.time())
+        report = self.reader.read(budget, request.meta.get(BUDGET_SEQ), now, time.time())
         self.stats.inc_value(stat_keys.BUDGET_ANSWERS)
         if self.format != budget.format:
             self.format = budget.format

@@ -6,8 +6,8 @@ see :meth:`~productcrawler.ratelimit.middleware.RateLimitMiddleware.wait_for_slo
 as the first thing a download does, then calls the handler's own
 ``download_request``; ``download_latency`` (which AutoThrottle reads) is
 measured from after the wait (and from a new slot's, below). After the wait,
-a request the wholesale-failure guard would not have sent (it has stopped the
-crawl meanwhile) is given up instead (``WholesaleFailureGuard.refuse_unsent``).
+a request the crawl no longer sends (the guard or the proxies stopped it
+meanwhile) is given up instead (:meth:`~productcrawler.download.stops.Stops.refuse_unsent`).
 
 Between that call and aiohttp writing the request, one thing can suspend: the
 connection. With an idle pooled connection nothing does, but when the pool has
@@ -41,16 +41,14 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from scrapy.core.downloader.handlers._aiohttp import _ClientResponse
 
-from productcrawler.download.handler import WRITE_STARTED, LeanAiohttpDownloadHandler
-from productcrawler.monitoring.request_timing import SENT_AT
-from productcrawler.ratelimit.middleware import rate_limit_enabled
-from productcrawler.run.context import crawl_context
+from productcrawler.download.handler import LeanAiohttpDownloadHandler
+from productcrawler.download.stops import crawl_stops
+from productcrawler.meta import SENT_AT, WRITE_STARTED
+from productcrawler.ratelimit.middleware import RateLimitMiddleware, rate_limit_enabled
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
-
-    from productcrawler.ratelimit.middleware import RateLimitMiddleware
 
 logger = logging.getLogger(__name__)
 
@@ -67,21 +65,32 @@ class PacedDownloadMixin:
     crawler: Crawler
     paces_requests: bool = True  # what RateLimitMiddleware checks DOWNLOAD_HANDLERS for
     _unpaced_logged: bool = False
+    _limit_looked_up: bool = False
+    _limit: RateLimitMiddleware | None = None
+
+    def _rate_limit(self) -> RateLimitMiddleware | None:
+        # Looked up at the first request of a crawl: the engine, and so the downloader's middlewares,
+        # exist by then. A handler used on its own (no engine: Scrapy's own way to tell, its _engine)
+        # has nothing to pace it.
+        if not self._limit_looked_up:
+            if self.crawler._engine is None:
+                return None
+            self._limit = self.crawler.get_downloader_middleware(RateLimitMiddleware)
+            self._limit_looked_up = True
+        return self._limit
 
     async def download_request(self, request: Request) -> Response:
-        context = crawl_context(self.crawler)
-        limit = context.rate_limit
+        limit = self._rate_limit()
+        stops = crawl_stops(self.crawler)
         if limit is None:
             if not self._unpaced_logged and rate_limit_enabled(self.crawler.settings):
                 self._unpaced_logged = True
                 logger.error("RATE_LIMIT_ENABLED is on but RateLimitMiddleware is not in "
                              "DOWNLOADER_MIDDLEWARES: requests are sent without a rate limit")
-            if context.guard is not None:
-                context.guard.refuse_unsent(request)
+            stops.refuse_unsent(request)
             return await super().download_request(request)  # type: ignore[misc]  # a mixin: the handler it is mixed into has it
         deadline = await limit.wait_for_slot(request)
-        if context.guard is not None:  # checked last: the guard may have stopped the crawl during the wait
-            context.guard.refuse_unsent(request)
+        stops.refuse_unsent(request)  # checked last: the crawl may have stopped during the wait
         if SENT_AT in request.meta:  # metrics on: the latency starts at the send, not the wait
             request.meta[SENT_AT] = time.monotonic()
         sending = _SENDING.set((limit, request, deadline))

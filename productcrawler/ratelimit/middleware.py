@@ -57,15 +57,17 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
+from productcrawler import stat_keys
 from productcrawler.config import ConfigError, mask_url
-from productcrawler.monitoring import stat_keys
-from productcrawler.monitoring.stats import add_seconds
+from productcrawler.config.crawler import crawl_config
+from productcrawler.download.stops import crawl_stops
+from productcrawler.meta import BUDGET_ADMITTED, RATELIMIT_GRANTED_AT
 from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
-from productcrawler.ratelimit.budget_pacer import META_BUDGET_ADMITTED, BudgetPacer
+from productcrawler.ratelimit.budget_pacer import BudgetPacer
 from productcrawler.ratelimit.limited import is_rate_limited
 from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
 from productcrawler.ratelimit.wait import wait_for_fresh_slot
-from productcrawler.run.context import crawl_context
+from productcrawler.stat_keys import add_seconds
 
 if TYPE_CHECKING:
     # typing.Self requires Python 3.11
@@ -81,7 +83,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
-META_GRANTED_AT = "ratelimit_granted_at"  # when the bucket granted this request's slot
 EFFECTIVE_RATE_INTERVAL = 1.0  # seconds between updates of the effective_rate stat
 PACING_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"
 
@@ -153,8 +154,7 @@ class RateLimitMiddleware:
         if not rate_limit_enabled(crawler.settings):
             raise NotConfigured
         check_handlers(crawler.settings)
-        context = crawl_context(crawler)
-        config = context.config
+        config = crawl_config(crawler)
         rate, burst = config.max_requests_per_second, config.rate_limit_burst
         limiter: RateLimiter
         if config.redis_url is None:
@@ -165,13 +165,12 @@ class RateLimitMiddleware:
             limiter = RedisTokenBucket.from_url(config.redis_url, key_prefix=config.redis_key_prefix,
                                                 rate=rate, burst=burst)
             logger.debug("Rate limit shared through %s", mask_url(config.redis_url))
-        def stopping() -> bool:  # an operator's stop (SIGINT, SIGTERM), or the guard's
-            return not crawler.crawling or (context.guard is not None and context.guard.tripped is not None)
+        stops = crawl_stops(crawler)
 
-        middleware = cls(crawler, limiter, BudgetPacer.from_config(crawler.stats, config, stopping))
-        # The download handler waits on it for every request.
-        context.rate_limit = middleware
-        return middleware
+        def stopping() -> bool:  # an operator's stop (SIGINT, SIGTERM), or the guard's
+            return not crawler.crawling or stops.refusing
+
+        return cls(crawler, limiter, BudgetPacer.from_config(crawler.stats, config, stopping))
 
     @property
     def rate_factor(self) -> float:
@@ -212,11 +211,11 @@ class RateLimitMiddleware:
         in between (see the module docstring).
         """
         entered = time.monotonic()
-        if self.budget is not None and not request.meta.pop(META_BUDGET_ADMITTED, False):
+        if self.budget is not None and not request.meta.pop(BUDGET_ADMITTED, False):
             await self.budget.admit(request)
         reservation, slept = await self._wait()
         now = time.monotonic()
-        request.meta[META_GRANTED_AT] = reservation.granted_at
+        request.meta[RATELIMIT_GRANTED_AT] = reservation.granted_at
         if slept:
             self.stats.inc_value(stat_keys.RATELIMIT_WAITS)
         add_seconds(self.stats, stat_keys.RATELIMIT_WAIT_SECONDS, now - entered)
@@ -236,7 +235,7 @@ class RateLimitMiddleware:
         self._late_wakeup()
         self.stats.inc_value(stat_keys.RATELIMIT_LATE_CONNECTIONS)
         reservation, _ = await self._wait()
-        request.meta[META_GRANTED_AT] = reservation.granted_at
+        request.meta[RATELIMIT_GRANTED_AT] = reservation.granted_at
         add_seconds(self.stats, stat_keys.RATELIMIT_WAIT_SECONDS, time.monotonic() - entered)
         return reservation.deadline
 
@@ -279,7 +278,7 @@ class RateLimitMiddleware:
             self.stats.inc_value(stat_keys.RATELIMIT_429)
             if announced:
                 self.stats.inc_value(stat_keys.BUDGET_429)
-            elif await self.limiter.backoff(request.meta.get(META_GRANTED_AT)):
+            elif await self.limiter.backoff(request.meta.get(RATELIMIT_GRANTED_AT)):
                 self._log_backoff(request)
         return response
 

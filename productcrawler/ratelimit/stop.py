@@ -7,7 +7,7 @@ announced budget holds back may wait for a reset up to
 (``crawler.crawling`` turns false, the guard trips), so :class:`StopWatch`
 looks every ``STOP_CHECK`` seconds from ``spider_opened`` on; once the crawl
 stops, every budget wait ends with :class:`Stopping` and its request is given
-up unsent (:data:`~productcrawler.download.META_ABANDONED`: no outcome is
+up unsent (:data:`~productcrawler.meta.ABANDONED`: no outcome is
 recorded for its id, and the next run fetches it).
 """
 

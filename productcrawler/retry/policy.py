@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.retry import get_retry_request
 
+from productcrawler import stat_keys
 from productcrawler.config import ConfigError
+from productcrawler.config.crawler import crawl_config
 from productcrawler.items import FAILED, MISSING, FailureItem
-from productcrawler.monitoring import stat_keys
+from productcrawler.meta import PRODUCT_ID, RETRY_DELAY
 from productcrawler.retry.retry_after import parse_retry_after
-from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
     from typing import Self
@@ -46,10 +47,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-RETRY_DELAY_META = "retry_delay"
-#: Request meta key: the same attempt sent again at once from this instance (a proxy
-#: failure's re-send); the scheduler keeps it rather than give its id back to the pass.
-RESEND_NOW = "resend_now"
 
 
 class RetryPolicy:
@@ -95,7 +92,7 @@ class RetryPolicy:
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
     ) -> Self:
-        config = crawl_context(crawler).config  # raises ConfigError (ValueError)
+        config = crawl_config(crawler)  # raises ConfigError (ValueError)
         settings = crawler.settings
         return cls(
             crawler,
@@ -154,7 +151,7 @@ class RetryPolicy:
         """
         retry_times = retry.meta["retry_times"]
         delay = self.delay(retry_times - 1, retry_after)
-        retry.meta[RETRY_DELAY_META] = delay
+        retry.meta[RETRY_DELAY] = delay
         logger.debug(
             "Retry %(retry_times)d of %(request)s (%(reason)s) held for %(delay).3fs",
             # attempts and status (of the answer that failed): not in the message,
@@ -180,7 +177,7 @@ class RetryPolicy:
         if outcome not in (FAILED, MISSING):
             raise ValueError(f"outcome={outcome!r} is neither {FAILED!r} nor {MISSING!r}")
         item = FailureItem(
-            product_id=request.meta["product_id"],
+            product_id=request.meta[PRODUCT_ID],
             outcome=outcome,
             http_status=http_status,
             reason=reason,

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from scrapy.core.scheduler import Scheduler
 
-from productcrawler.monitoring import stat_keys
-from productcrawler.monitoring.stats import add_seconds
+from productcrawler import stat_keys
 
 # Request meta key: seconds to hold the request before it may be sent (set by the retry policy).
-from productcrawler.retry.policy import RETRY_DELAY_META as RETRY_DELAY
+from productcrawler.meta import RETRY_DELAY
+from productcrawler.stat_keys import add_seconds
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -18,21 +18,22 @@ from scrapy import Request, Spider
 from w3lib.url import safe_url_string
 
 from productcrawler import signals as signals_
+from productcrawler import stat_keys
 from productcrawler.answer.cleaning import BadResponse, clean_product, decode_answer, parse_product
 from productcrawler.answer.kept import keep_answer
 from productcrawler.config import CrawlConfig
-from productcrawler.download import META_ABANDONED
+from productcrawler.config.crawler import configure
 from productcrawler.download.errors import exception_detail, exception_reason, known_reason
+from productcrawler.guard.failure_guard import WholesaleFailureGuard
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.listing import ListingError
 from productcrawler.listing.graphql import GraphqlErrors, cost_wait
 from productcrawler.listing.listed import ListedProducts
-from productcrawler.listing.meta import LISTED_ON, LISTING_PAGE
 from productcrawler.listing.reader import PageReader
-from productcrawler.monitoring import stat_keys
+from productcrawler.meta import ABANDONED, LISTED_ON, LISTING_PAGE, PRODUCT_ID
+from productcrawler.passes.crawler import crawl_pass
 from productcrawler.proxies import gateway_error
 from productcrawler.retry.policy import RetryPolicy
-from productcrawler.run.context import crawl_context
 from productcrawler.storage.database import utcnow
 
 if TYPE_CHECKING:
@@ -50,6 +51,11 @@ logger = logging.getLogger(__name__)
 FRESH_WORDS = ("1", "true", "yes", "on")
 
 
+def fresh_requested(fresh: Any) -> bool:
+    """Whether the spider argument ``fresh`` (None when not given) asks for a new pass."""
+    return fresh is not None and str(fresh).strip().lower() in FRESH_WORDS
+
+
 class ProductsSpider(Spider):
     name = "products"
 
@@ -59,19 +65,19 @@ class ProductsSpider(Spider):
         self.start_id_arg = start_id
         self.end_id_arg = end_id
         self.ids_arg = ids
-        self.fresh = str(fresh).strip().lower() in FRESH_WORDS if fresh is not None else False
+        self.fresh = fresh_requested(fresh)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ProductsSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.config = crawl_context(crawler).configure(start_id=spider.start_id_arg, end_id=spider.end_id_arg,
-                                                         ids=spider.ids_arg)
+        spider.config = configure(crawler, start_id=spider.start_id_arg, end_id=spider.end_id_arg,
+                                  ids=spider.ids_arg)
         # Our URLs are a template and a percent-encoded id: when the template is
         # in normal form, so is every URL, and Request and aiohttp (yarl) need not
         # normalise each one again (Scrapy's verbatim_url meta key).
         spider.verbatim_urls = safe_url_string(spider.config.product_url(1)) == spider.config.product_url(1)
         if spider.config.list_url is not None:
-            pages = crawl_context(crawler).crawl_pass.ids
+            pages = crawl_pass(crawler).ids
             spider.pages = PageReader(pages.url, spider.config.list_options,  # type: ignore[attr-defined]  # ListingPages
                                       spider.config.list_url.graphql)
             if spider.config.ids_from_listing:
@@ -93,7 +99,7 @@ class ProductsSpider(Spider):
 
     @cached_property
     def field_drift(self) -> FieldDrift | None:
-        guard = crawl_context(self.crawler).guard
+        guard = self.crawler.get_extension(WholesaleFailureGuard)  # first asked for an answer: it exists
         return None if guard is None else guard.field_drift
 
     async def start(self) -> AsyncIterator[Request]:
@@ -115,13 +121,13 @@ class ProductsSpider(Spider):
             callback=self.parse,
             errback=self.on_error,
             dont_filter=True,
-            meta={"product_id": product_id, "download_timeout": self.config.api_timeout,
+            meta={PRODUCT_ID: product_id, "download_timeout": self.config.api_timeout,
                   "handle_httpstatus_all": True, "verbatim_url": self.verbatim_urls},
         )
 
     def page_request(self, page: int) -> Request:
         """A listing page of the pass (its position the request's ``product_id``, as the pass knows it)."""
-        locator = crawl_context(self.crawler).crawl_pass.ids.url(page)  # type: ignore[attr-defined]  # ListingPages
+        locator = crawl_pass(self.crawler).ids.url(page)  # type: ignore[attr-defined]  # ListingPages
         listing = self.config.list_url
         assert listing is not None
         graphql = listing.graphql
@@ -133,7 +139,7 @@ class ProductsSpider(Spider):
             callback=self.parse_page,
             errback=self.on_error,
             dont_filter=True,
-            meta={"product_id": page, LISTING_PAGE: page, "download_timeout": self.config.api_timeout,
+            meta={PRODUCT_ID: page, LISTING_PAGE: page, "download_timeout": self.config.api_timeout,
                   "handle_httpstatus_all": True},
         )
 
@@ -149,21 +155,21 @@ class ProductsSpider(Spider):
     def parse(self, response: Response) -> list[Any]:
         request = response.request
         assert request is not None
-        if "product_id" not in request.meta:  # scrapy parse: a request the spider did not build
+        if PRODUCT_ID not in request.meta:  # scrapy parse: a request the spider did not build
             product_id = self.product_id_in(response.url)
             if product_id is None:
                 logger.warning("Not a product URL of %s, nothing to parse: %s",
                                self.config.product_url_setting, response.url)
                 return []
-            request = request.replace(meta={**request.meta, "product_id": product_id})
+            request = request.replace(meta={**request.meta, PRODUCT_ID: product_id})
         try:
             outcome = self._outcome(request, response)
         except Exception as error:
             # A bug of ours, or an answer nothing here foresaw: the id still ends recorded
             # (with a shared pass, an id without an outcome would be leased again forever).
-            logger.exception("Product %s: could not parse the answer", request.meta["product_id"])
+            logger.exception("Product %s: could not parse the answer", request.meta[PRODUCT_ID])
             reason = f"parse_error: {type(error).__name__}: {error}"
-            outcome = [FailureItem(request.meta["product_id"], FAILED, response.status, reason[:255],
+            outcome = [FailureItem(request.meta[PRODUCT_ID], FAILED, response.status, reason[:255],
                                    request.meta.get("retry_times", 0) + 1)]
         return outcome if self.listed is None else self.listed.outcome(request, outcome)
 
@@ -176,7 +182,7 @@ class ProductsSpider(Spider):
             if (gateway := gateway_error(request, status)) is not None:  # a proxy got no answer from the API
                 self.crawler.signals.send_catch_log(signals_.no_answer, request=request, error=gateway)
             return [self.retry_policy.give_up(request, reason=f"http_{status}", http_status=status)]
-        product_id = request.meta["product_id"]
+        product_id = request.meta[PRODUCT_ID]
         absent: list[str] = []
         try:
             item, dropped = parse_product(response.body, product_id, utcnow(), self.config.product_fields, absent,
@@ -282,7 +288,7 @@ class ProductsSpider(Spider):
     def _error_outcome(self, request: Request, failure: Failure) -> list[Any]:
         error = failure.value
         assert error is not None  # set by every Failure's constructor
-        if request.meta.get(META_ABANDONED):
+        if request.meta.get(ABANDONED):
             return []  # never sent, the crawl stopping: the id stays pending
         # The wholesale-failure guard counts ids that never got an answer (guard/failure_guard.py).
         self.crawler.signals.send_catch_log(signals_.no_answer, request=request, error=error)
@@ -292,6 +298,6 @@ class ProductsSpider(Spider):
         if known_reason(error) is not None:  # a download error, retried already if RETRY_EXCEPTIONS lists it
             return [self.retry_policy.give_up(request, reason=exception_reason(error), http_status=None)]
         detail = exception_detail(error)
-        logger.debug("Product %s failed: %s", request.meta["product_id"], detail)
-        return [FailureItem(request.meta["product_id"], FAILED, None, detail[:255],
+        logger.debug("Product %s failed: %s", request.meta[PRODUCT_ID], detail)
+        return [FailureItem(request.meta[PRODUCT_ID], FAILED, None, detail[:255],
                             request.meta.get("retry_times", 0) + 1)]

@@ -10,6 +10,10 @@ pending or every ``DATABASE_FLUSH_INTERVAL`` seconds, not whenever the writer
 is free: a writer that drains whatever came in during its previous write pays
 an insert, a delete, a commit and a Redis acknowledgement for a handful of
 rows (docs/design-notes.md#full-batches-in-the-storage-pipeline).
+
+Each row carries the pass it was written in: the pass scheduler hands the
+pipeline its pass (:meth:`StoragePipeline.stamp_with`); without one (another
+scheduler) rows carry no pass.
 """
 
 from __future__ import annotations
@@ -17,18 +21,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy.exceptions import DropItem
 from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.task import LoopingCall
 
-from productcrawler import signals
+from productcrawler import signals, stat_keys
 from productcrawler.config import CrawlConfig
+from productcrawler.config.crawler import crawl_config
+from productcrawler.instruments import crawl_instruments
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
-from productcrawler.monitoring import stat_keys
-from productcrawler.run.context import crawl_context
+from productcrawler.meta import DATABASE_UNAVAILABLE
+from productcrawler.storage.crawler import crawl_database
 from productcrawler.storage.database import utcnow, write_batch
 from productcrawler.storage.errors import is_connection_error
 
@@ -38,7 +44,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet.defer import Deferred
 
-    from productcrawler.passes.base import Pass
     from productcrawler.storage.changes import Written
     from productcrawler.storage.database import Database
 
@@ -79,9 +84,17 @@ def _not_written() -> DropItem:
     return DropItem("not written: the database is unavailable", log_level="DEBUG")
 
 
+class Stamps(Protocol):
+    """What rows are stamped with: the pass being written (``passes.base.Pass``)."""
+
+    @property
+    def row_stamp(self) -> int | None:
+        """The ``pass_id`` column of every row written now (None: rows carry no pass)."""
+
+
 class StoragePipeline:
     def __init__(self, crawler: Crawler, database: Database, config: CrawlConfig,
-                 crawl_pass: Pass) -> None:
+                 crawl_pass: Stamps | None = None) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.database = database
@@ -94,15 +107,18 @@ class StoragePipeline:
         self._pending_rows = 0
         self._writer: Deferred[None] | None = None
         self._timer = LoopingCall(self._flush)
-        self._batch_duration = crawl_context(crawler).instruments.database_batch_duration
+        self._batch_duration = crawl_instruments(crawler).database_batch_duration
         #: The database stayed away past DATABASE_OUTAGE_MAX: nothing more is written.
         self._given_up = False
         self._not_written = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
-        context = crawl_context(crawler)
-        return cls(crawler, context.database, context.config, context.crawl_pass)
+        return cls(crawler, crawl_database(crawler), crawl_config(crawler))
+
+    def stamp_with(self, crawl_pass: Stamps) -> None:
+        """Stamp every row from now on with ``crawl_pass``'s row stamp (the pass scheduler calls this)."""
+        self.crawl_pass = crawl_pass
 
     async def open_spider(self) -> None:
         await self.database.ensure_schema()
@@ -216,7 +232,8 @@ class StoragePipeline:
         products += [product for page in pages for product in page.products]
         failures = [(p.item, p.recorded_at) for p in batch if isinstance(p.item, FailureItem)]
         return await maybe_deferred_to_future(self.database.run(
-            write_batch, products, failures, self.crawl_pass.row_stamp, self.tracked, pages,
+            write_batch, products, failures, None if self.crawl_pass is None else self.crawl_pass.row_stamp,
+            self.tracked, pages,
             self.database.declared, self.database.variant_declared))
 
     async def _write_one_by_one(self, batch: list[_Pending]) -> None:
@@ -306,6 +323,6 @@ class StoragePipeline:
     def _stop_crawl(self, error: BaseException) -> None:
         logger.error("The database has been unavailable for %.0f s (%s); stopping the crawl. "
                      "Nothing is lost: the next run resumes the pass.", self.outage_max, error)
-        self.stats.set_value(stat_keys.EXIT_REASON, "database_unavailable")
+        self.stats.set_value(stat_keys.EXIT_REASON, DATABASE_UNAVAILABLE)
         if self.crawler.engine is not None:
-            deferred_from_coro(self.crawler.engine.close_spider_async(reason="database_unavailable"))
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=DATABASE_UNAVAILABLE))

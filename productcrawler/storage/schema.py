@@ -33,6 +33,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.schema import CreateIndex, CreateTable
 
+from productcrawler.answer.declared import read_type
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -196,20 +198,14 @@ def tables(kind: str = "int", extra: tuple[tuple[str, str], ...] = (),
 
 
 def column_type(spec: str) -> TypeEngine[Any]:
-    """A declared column's type: ``text(64)``, ``integer``, ``decimal(10,2)``, ``boolean``,
-    ``datetime`` (stored UTC) or ``json``. ValueError says what is allowed."""
-    name, _, arguments = spec.strip().lower().partition("(")
-    numbers = [part.strip() for part in arguments.rstrip(")").split(",")] if arguments else []
-    if (arguments and not arguments.endswith(")")) or not all(n.isdigit() for n in numbers):
-        raise ValueError(f"type {spec!r} cannot be read")
-    sizes = [int(n) for n in numbers]
-    if name == "text" and len(sizes) == 1 and 0 < sizes[0] <= 16383:
+    """A declared column's type (:func:`~productcrawler.answer.declared.read_type`; ValueError says what is
+    allowed)."""
+    name, sizes = read_type(spec)
+    if name == "text":
         return String(sizes[0])
-    if name == "decimal" and len(sizes) == 2 and 0 < sizes[0] <= 65 and sizes[1] <= min(sizes[0], 30):
+    if name == "decimal":
         return Numeric(sizes[0], sizes[1])
-    if not sizes and name in _PLAIN_TYPES:
-        return _PLAIN_TYPES[name]()
-    raise ValueError(f"type {spec!r} is not one of text(N), integer, decimal(P,S), boolean, datetime, json")
+    return _PLAIN_TYPES[name]()
 
 
 def json_type() -> TypeEngine[Any]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 
-from productcrawler.run.context import crawl_context
+from productcrawler.passes.crawler import crawl_pass
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -21,7 +21,7 @@ LOST = 5
 
 class LoseALease:
     def __init__(self, crawler: Crawler) -> None:
-        self.crawl_pass = crawl_context(crawler).crawl_pass
+        self.crawl_pass = crawl_pass(crawler)
         crawler.signals.connect(self.lose, signal=signals.spider_opened)
 
     @classmethod

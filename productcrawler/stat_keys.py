@@ -1,10 +1,17 @@
 """Names of the crawl stats this project records, in one place.
 
 Everything lives under ``productcrawler/``; keys that carry a variable part are
-built by the functions below so that their shape is defined once.
+built by the functions below so that their shape is defined once. A duration
+(``.../wait_seconds``, ``.../delay_seconds``) is summed into its stat with
+:func:`add_seconds`.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
 
 PREFIX = "productcrawler"
 
@@ -96,3 +103,7 @@ def failed_reason(reason: str) -> str:
 
 #: Why the crawl stopped when that is not Scrapy's own finish reason (e.g. database_unavailable).
 EXIT_REASON = f"{PREFIX}/exit_reason"
+
+
+def add_seconds(stats: StatsCollector, key: str, seconds: float) -> None:
+    stats.inc_value(key, seconds, start=0.0)  # type: ignore[arg-type]  # Scrapy types it int; it sums any number

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
 
-from productcrawler.listing.meta import LISTING_PAGE
-from productcrawler.run.context import crawl_context
+from productcrawler.config.crawler import crawl_config
+from productcrawler.meta import LISTING_PAGE
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -59,7 +59,7 @@ class GraphqlCostBudget:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> GraphqlCostBudget:
-        listing = crawl_context(crawler).config.list_url
+        listing = crawl_config(crawler).list_url
         if listing is None or listing.graphql is None:
             raise NotConfigured
         return cls()

@@ -1,6 +1,7 @@
 """Start-up checks: bad configuration fails at once, with one clear message.
 
-Run by the ``crawl`` command before Scrapy starts (the reactor is not running
+Run by the ``crawl`` command before Scrapy starts (``connect_database`` also by
+``passes`` and ``progress``) (the reactor is not running
 yet, so the short blocking connects here block nothing).
 """
 
@@ -11,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.config.driver_errors import describe
 from productcrawler.ids import RangeIds
-from productcrawler.passes.redis_pass import refusal, refused
+from productcrawler.passes.redis_pass import pass_base, pass_key, refusal, refused
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.ratelimit.middleware import check_handlers, rate_limit_enabled
 from productcrawler.redis_connection import is_cluster, redis_client, reply_text
-from productcrawler.spiders.products import FRESH_WORDS
+from productcrawler.spiders.products import fresh_requested
 from productcrawler.storage.evolve import sa_connection
 from productcrawler.storage.migrate import refuse_declared_types, refuse_id_type
 from productcrawler.storage.target import DatabaseTarget
@@ -41,8 +42,7 @@ def check(settings: BaseSettings, spider_args: dict[str, Any]) -> CrawlConfig:
                     config.variants.declared_spec if config.variants else ())
     if config.redis_url is not None:
         _check_redis(config.redis_url)
-        fresh = str(spider_args.get("fresh", "")).strip().lower() in FRESH_WORDS
-        if not fresh and not config.failed_only:
+        if not fresh_requested(spider_args.get("fresh")) and not config.failed_only:
             _check_shared_pass(config)
     return config
 
@@ -116,7 +116,7 @@ def _check_shared_pass(config: CrawlConfig) -> None:
     ids = config.id_file or RangeIds(config.start_id, config.end_id)
     client = redis_client(config.redis_url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT)
     try:
-        pass_id, status, running = client.hmget(f"{{{config.redis_key_prefix}}}:products:pass",
+        pass_id, status, running = client.hmget(pass_key(pass_base(config.redis_key_prefix)),
                                                 ["id", "status", "ids"])
     finally:
         client.close()

@@ -4,14 +4,18 @@ Counts live in the crawl stats and are read when Prometheus scrapes
 (``monitoring/metrics.py``); a latency distribution cannot be rebuilt from
 stats, so these few histograms are observed directly. prometheus-client's
 ``observe`` is thread-safe (the Redis calls are timed in a worker thread) and
-costs under a microsecond. The metrics extension exports them; with
-``METRICS_PORT`` unset they are still observed (a few per second for the
-database and Redis) except the per-request one, whose middleware is off.
+costs under a microsecond. The storage pipeline, the pass scheduler and
+request timing observe them, from several layers, so they sit at the bottom;
+the metrics extension exports them. With ``METRICS_PORT`` unset they are
+still observed (a few per second for the database and Redis) except the
+per-request one, whose middleware is off.
 """
 
 from __future__ import annotations
 
 from prometheus_client import Histogram, disable_created_metrics
+
+from productcrawler.per_crawler import PerCrawler
 
 NAMESPACE = "productcrawler"
 
@@ -25,8 +29,9 @@ CALL_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 disable_created_metrics()
 
 
+
 class Instruments:
-    """One crawler's histograms (``crawl_context(crawler).instruments``)."""
+    """One crawler's histograms (:func:`crawl_instruments`)."""
 
     def __init__(self) -> None:
         # registry=None: the metrics extension registers them in its crawler's own registry.
@@ -43,3 +48,6 @@ class Instruments:
             "Time of one call of the shared scheduler to Redis (a lease, push, ack or heartbeat).",
             buckets=CALL_BUCKETS, registry=None)
 
+
+#: The crawler's histograms (whoever asks first creates them).
+crawl_instruments: PerCrawler[Instruments] = PerCrawler("instruments", lambda crawler: Instruments())

@@ -41,7 +41,7 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "productcrawler.retry.middleware.ApiRetryMiddleware": 550,
     # The API's announced budget (RATE_LIMIT_HEADERS), asked before a proxy's slot is taken.
-    "productcrawler.ratelimit.budget_gate.BudgetGateMiddleware": 790,
+    "productcrawler.budget.middleware.BudgetGateMiddleware": 790,
     # Off unless PROXY_URLS is set: picks a healthy proxy before the rate limit's token.
     "productcrawler.proxies.middleware.ProxyMiddleware": 800,
     # Closest to the downloader: every request actually sent takes a token,

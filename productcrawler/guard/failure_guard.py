@@ -87,6 +87,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
 from productcrawler import signals as our_signals
+from productcrawler.budget.limited import is_rate_limited
 from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import known_reason
@@ -106,7 +107,6 @@ from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
 from productcrawler.proxies.config import parse_proxy_urls
-from productcrawler.ratelimit.limited import is_rate_limited
 from productcrawler.retry.policy import RETRY_DELAY_META
 from productcrawler.run.context import crawl_context
 

@@ -91,7 +91,7 @@ class CrawlContext:
     def crawl_pass(self) -> Pass:
         """The pass: the scheduler drives it; the pipeline, progress and metrics read it."""
         if self._pass is None:
-            self._pass = new_pass(self.config, self.database)
+            self._pass = new_pass(self.config, self.database, self.crawler)
         return self._pass
 
     @property

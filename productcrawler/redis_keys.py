@@ -12,27 +12,22 @@ the old name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 #: The spider whose pass the keys name (the project has one).
 SPIDER = "products"
 
 
-@dataclass(frozen=True)
 class PassKeys:
-    """The keys of the shared pass, all under one Cluster hash tag (``base``)."""
+    """The keys of the shared pass, all under one Cluster hash tag (``base``: ``{prefix}:products``).
 
-    base: str
+    ``current`` is the hash of the pass in progress (its id, ids, cursor,
+    status), ``sequence`` the counter that numbers passes, ``heartbeats`` the
+    SCAN pattern of every instance's heartbeat.
+    """
 
-    @property
-    def current(self) -> str:
-        """The hash of the pass in progress (its id, ids, cursor, status)."""
-        return f"{self.base}:pass"
-
-    @property
-    def sequence(self) -> str:
-        """The counter that numbers passes."""
-        return f"{self.base}:pass_seq"
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.current, self.sequence = f"{base}:pass", f"{base}:pass_seq"
+        self.heartbeats = f"{base}:instance:*"
 
     def of_pass(self, pass_id: int | None, name: str) -> str:
         """The key ``name`` (``queue``, ``delayed``, ``done``, ``inflight:<instance>``...) of pass ``pass_id``."""
@@ -41,36 +36,22 @@ class PassKeys:
     def heartbeat(self, instance: str) -> str:
         return f"{self.base}:instance:{instance}"
 
-    @property
-    def heartbeats(self) -> str:
-        """The SCAN pattern of every instance's heartbeat."""
-        return f"{self.base}:instance:*"
 
-
-@dataclass(frozen=True)
 class Keys:
     """The keys of one ``REDIS_KEY_PREFIX``."""
 
-    prefix: str
-
-    @property
-    def rate_bucket(self) -> str:
-        """The token bucket of MAX_REQUESTS_PER_SECOND (ratelimit/redis_bucket.py)."""
-        return f"{self.prefix}:ratelimit:bucket"
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        #: The token bucket of MAX_REQUESTS_PER_SECOND (ratelimit/redis_bucket.py).
+        self.rate_bucket = f"{prefix}:ratelimit:bucket"
+        #: The API's announced budget (budget/redis_plan.py).
+        self.budget = f"{prefix}:ratelimit:budget"
+        #: Every proxy's score and rest (proxies/shared.py).
+        self.proxy_health = f"{prefix}:proxies:health"
 
     def proxy_bucket(self, proxy: str) -> str:
         """The token bucket of one proxy (by its key, never its password): PROXY_MAX_REQUESTS_PER_SECOND."""
         return f"{self.prefix}:proxy:{proxy}:ratelimit:bucket"
-
-    @property
-    def budget(self) -> str:
-        """The API's announced budget (budget/redis_gate.py)."""
-        return f"{self.prefix}:ratelimit:budget"
-
-    @property
-    def proxy_health(self) -> str:
-        """Every proxy's score and rest (proxies/shared.py)."""
-        return f"{self.prefix}:proxies:health"
 
     def passes(self, spider: str = SPIDER) -> PassKeys:
         """The shared pass's keys (passes/redis_pass.py), tagged ``{prefix}`` for a Cluster."""

@@ -1,4 +1,7 @@
-"""Rate limiting: a token bucket, local or shared through Redis.
+"""Rate limiting, the cap: a token bucket, local or shared through Redis.
+
+The budget the API announces, which paces below the cap, is
+:mod:`productcrawler.budget`'s.
 
 ``bucket`` holds the GCRA arithmetic (:class:`TokenBucket`, pure, with an
 injectable clock), the interface (:class:`RateLimiter`) and its local

@@ -12,6 +12,7 @@ setup(
     version="1.0",
     packages=find_packages(include=["productcrawler", "productcrawler.*"]),
     package_data={package: ["lua/*.lua"] for package in
-                  ("productcrawler.passes", "productcrawler.proxies", "productcrawler.ratelimit")},
+                  ("productcrawler.budget", "productcrawler.passes", "productcrawler.proxies",
+                   "productcrawler.ratelimit")},
     entry_points={"scrapy": ["settings = productcrawler.settings"]},
 )

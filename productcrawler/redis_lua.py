@@ -1,6 +1,6 @@
 """The Lua scripts Redis runs, read from the ``.lua`` files in each feature's ``lua/`` folder.
 
-Each feature keeps its scripts beside its code (``ratelimit/lua/``,
+Each feature keeps its scripts beside its code (``ratelimit/lua/``, ``budget/lua/``,
 ``proxies/lua/``, ``passes/lua/``) and reads them once, at import, with
 :func:`lua_script`; a function two scripts share is a file of its own,
 joined in front of each. The files ship in the package (``setup.py``'s

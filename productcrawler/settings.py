@@ -41,7 +41,7 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "productcrawler.retry.middleware.ApiRetryMiddleware": 550,
     # The API's announced budget (RATE_LIMIT_HEADERS), asked before a proxy's slot is taken.
-    "productcrawler.ratelimit.budget_gate.BudgetGateMiddleware": 790,
+    "productcrawler.budget.middleware.BudgetGateMiddleware": 790,
     # Off unless PROXY_URLS is set: picks a healthy proxy before the rate limit's token.
     "productcrawler.proxies.middleware.ProxyMiddleware": 800,
     # Closest to the downloader: every request actually sent takes a token,
@@ -49,7 +49,7 @@ DOWNLOADER_MIDDLEWARES = {
     "productcrawler.ratelimit.middleware.RateLimitMiddleware": 950,
     # A GraphQL listing's query-cost budget, said to the rate limit as RateLimit headers (off
     # without PRODUCT_LIST_QUERY): after it on the way back, so that the rate limit reads them.
-    "productcrawler.ratelimit.graphql_cost.GraphqlCostBudget": 955,
+    "productcrawler.budget.graphql_cost.GraphqlCostBudget": 955,
     # Request latency histogram, measured from when the rate limit lets a
     # request go; off unless METRICS_PORT is set.
     "productcrawler.monitoring.request_timing.RequestTiming": 960,

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
+from productcrawler.budget.headers import BudgetHeaders, LeakyBudget, WindowBudget
 from productcrawler.config import ConfigError, CrawlConfig
-from productcrawler.ratelimit.budget_headers import BudgetHeaders, LeakyBudget, WindowBudget
 
 WALL = 1_796_161_600.0
 ALL = ("ietf", "x-ratelimit", "bigcommerce", "shopify")

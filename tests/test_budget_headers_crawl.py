@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from productcrawler.ratelimit.budget_plan import QUOTA_MARGIN
+from productcrawler.budget.plan import QUOTA_MARGIN
 from tests.support.crawls import finish, start_crawl
 from tests.support.imitations.budgets import BUDGETS, BudgetServers, missing, rate_of
 from tests.support.services import REDIS_URL, mysql_query

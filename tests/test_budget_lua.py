@@ -10,14 +10,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 import redis
 
-from productcrawler.ratelimit import budget_plan
-from productcrawler.ratelimit.budget_headers import BudgetHeaders, WindowBudget
-from productcrawler.ratelimit.budget_reader import BudgetReader, LeakyReport, WindowReport
-from productcrawler.ratelimit.redis_budget import KEY_TTL, RedisBudgetGate
+from productcrawler.budget import plan as budget_plan
+from productcrawler.budget.headers import BudgetHeaders, WindowBudget
+from productcrawler.budget.reader import BudgetReader, LeakyReport, WindowReport
+from productcrawler.budget.redis_plan import KEY_TTL, RedisBudgetGate
+from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, async_redis_client
+from productcrawler.redis_keys import Keys
 from tests.support.services import REDIS_URL
 
 #: Real time (a window of half a second): `make test` runs these alone (see pyproject.toml).
@@ -26,8 +29,10 @@ pytestmark = pytest.mark.timing
 CAP = 500.0
 
 
-def gate(prefix: str) -> RedisBudgetGate:
-    return RedisBudgetGate.from_url(REDIS_URL, key_prefix=prefix, cap=CAP)
+def gate(prefix: str, **kwargs: Any) -> RedisBudgetGate:
+    """A shared gate with a client of its own (a crawler's is ``crawler_redis``), closed by the test."""
+    return RedisBudgetGate(async_redis_client(REDIS_URL, **WAITED_FOR_TIMEOUTS), key=Keys(prefix).budget, cap=CAP,
+                           **kwargs)
 
 
 def shared(prefix: str) -> dict[str, str]:
@@ -44,8 +49,8 @@ def run(prefix: str, body: Callable[[RedisBudgetGate, RedisBudgetGate], Awaitabl
         try:
             return await body(first, second)
         finally:
-            await first.close()
-            await second.close()
+            await first.client.aclose()
+            await second.client.aclose()
 
     return asyncio.run(main())
 
@@ -189,7 +194,7 @@ def test_a_budget_recorded_under_a_longer_bound_holds_an_instance_only_as_long_a
     # an instance started with a bound of 1 s waits no longer than that after the answer.
     async def main() -> float:
         earlier = gate(redis_prefix)
-        bounded = RedisBudgetGate.from_url(REDIS_URL, key_prefix=redis_prefix, cap=CAP, max_wait=1.0)
+        bounded = gate(redis_prefix, max_wait=1.0)
         try:
             seq = await earlier.admit()
             assert seq is not None
@@ -198,8 +203,8 @@ def test_a_budget_recorded_under_a_longer_bound_holds_an_instance_only_as_long_a
             await asyncio.wait_for(bounded.admit(), 10)
             return time.monotonic() - started
         finally:
-            await earlier.close()
-            await bounded.close()
+            await earlier.client.aclose()
+            await bounded.client.aclose()
 
     waited = asyncio.run(main())
     assert 0.9 <= waited <= 1.6, waited

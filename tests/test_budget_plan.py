@@ -21,9 +21,10 @@ from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
 from productcrawler import stat_keys
-from productcrawler.ratelimit.budget_headers import BudgetHeaders, LeakyBudget, WindowBudget
-from productcrawler.ratelimit.budget_plan import Plan
-from productcrawler.ratelimit.budget_reader import BudgetReader, LeakyReport, WindowReport
+from productcrawler.budget.headers import BudgetHeaders, LeakyBudget, WindowBudget
+from productcrawler.budget.middleware import BudgetGateMiddleware
+from productcrawler.budget.plan import Plan
+from productcrawler.budget.reader import BudgetReader, LeakyReport, WindowReport
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
 from tests.support.imitations.budgets import LeakyBucket
 
@@ -193,7 +194,10 @@ def test_epoch_resets_teach_the_window_length_and_narrow_the_reset() -> None:
 def build(**settings: Any) -> RateLimitMiddleware:
     values = {"MAX_REQUESTS_PER_SECOND": 100, "RATE_LIMIT_BURST": 1,
               "DOWNLOAD_HANDLERS": get_project_settings().getdict("DOWNLOAD_HANDLERS"), **settings}
-    return RateLimitMiddleware.from_crawler(get_crawler(settings_dict=values))
+    crawler = get_crawler(settings_dict=values)
+    middleware = RateLimitMiddleware.from_crawler(crawler)
+    middleware.budget = BudgetGateMiddleware.from_crawler(crawler).read_answers()  # what the engine's start does
+    return middleware
 
 
 def test_a_429_with_budget_headers_sets_the_pace_instead_of_halving_the_rate() -> None:

@@ -11,10 +11,10 @@ from scrapy.http import Request, Response
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
+from productcrawler.budget.pacer import PROBES, BudgetPacer
+from productcrawler.budget.plan import HOLD, LocalBudgetGate
+from productcrawler.budget.stop import STOP_CHECK, StopWatch
 from productcrawler.meta import ABANDONED as META_ABANDONED
-from productcrawler.ratelimit.budget_pacer import PROBES, BudgetPacer
-from productcrawler.ratelimit.budget_plan import HOLD, LocalBudgetGate
-from productcrawler.ratelimit.stop import STOP_CHECK, StopWatch
 
 BUDGET = {"X-RateLimit-Limit": "1000", "X-RateLimit-Remaining": "990", "X-RateLimit-Reset": "1"}
 

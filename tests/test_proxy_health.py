@@ -12,6 +12,7 @@ import redis.asyncio
 from productcrawler.proxies.books import LocalHealthBook
 from productcrawler.proxies.health import SCORE_MAX, HealthPolicy, ProxyHealth
 from productcrawler.proxies.shared import RedisHealthBook
+from productcrawler.redis_keys import Keys
 from tests.support.services import REDIS_URL
 
 POLICY = HealthPolicy(success=5, failure=20, minimum=50, rest_base=10, rest_max=300)
@@ -46,7 +47,7 @@ def make_book(request, redis_prefix):
             policy, LocalHealthBook(policy, len(KEYS), rng=random.Random(1)))
 
     def redis_book(policy=POLICY):
-        return RedisHealthBook(redis.asyncio.Redis.from_url(REDIS_URL), key_prefix=redis_prefix, keys=KEYS,
+        return RedisHealthBook(redis.asyncio.Redis.from_url(REDIS_URL), key=Keys(redis_prefix).proxy_health, keys=KEYS,
                                policy=policy, rng=random.Random(1))
     return redis_book
 
@@ -96,7 +97,7 @@ def test_back_from_a_rest_one_failure_rests_it_twice_as_long_and_full_health_sta
 
 def test_every_instance_sees_a_rest_and_only_the_one_that_caused_it_is_told(redis_prefix):
     def book():
-        return RedisHealthBook(redis.asyncio.Redis.from_url(REDIS_URL), key_prefix=redis_prefix, keys=KEYS,
+        return RedisHealthBook(redis.asyncio.Redis.from_url(REDIS_URL), key=Keys(redis_prefix).proxy_health, keys=KEYS,
                                policy=POLICY)
 
     async def scenario():
@@ -104,8 +105,8 @@ def test_every_instance_sees_a_rest_and_only_the_one_that_caused_it_is_told(redi
         await first.sync([(0, 2), (0, 0)])
         caused = await second.sync([(0, 1), (0, 0)])  # the third failure, seen by another instance
         seen = await first.sync([(0, 0), (0, 0)])
-        await first.close()
-        await second.close()
+        await first.client.aclose()
+        await second.client.aclose()
         return caused, seen
     caused, seen = run(scenario())
     assert list(caused.rested) == [0]
@@ -121,7 +122,7 @@ def test_with_redis_away_the_pool_keeps_its_counts_rests_proxies_itself_and_says
 
     proxies = parse_proxy_urls("http://10.0.0.1:3128,http://10.0.0.2:3128")
     away = RedisHealthBook(redis.asyncio.Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=1),
-                           key_prefix="pctest:away", keys=[p.key for p in proxies], policy=POLICY)
+                           key=Keys("pctest:away").proxy_health, keys=[p.key for p in proxies], policy=POLICY)
     stats = get_crawler().stats
     pool = ProxyPool(proxies, away, POLICY.minimum, stats, fallback=LocalHealthBook(POLICY, 2))
 

@@ -7,6 +7,7 @@ import logging
 import random
 import threading
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -15,6 +16,8 @@ import redis
 from productcrawler.ratelimit import RedisTokenBucket, Reservation, late_tolerance
 from productcrawler.ratelimit import redis_bucket as redis_bucket_module
 from productcrawler.ratelimit.redis_bucket import KEY_TTL, ping
+from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, async_redis_client
+from productcrawler.redis_keys import Keys
 from tests.support.services import REDIS_URL
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.windows import max_in_window
@@ -29,7 +32,12 @@ def prefix(redis_prefix: str) -> str:
 
 
 def make_bucket(prefix: str, rate: float = 200, burst: float = 4, **kwargs: object) -> RedisTokenBucket:
-    return RedisTokenBucket.from_url(REDIS_URL, key_prefix=prefix, rate=rate, burst=burst, **kwargs)
+    return bucket_at(REDIS_URL, prefix, rate=rate, burst=burst, **kwargs)
+
+
+def bucket_at(url: str, prefix: str, **kwargs: Any) -> RedisTokenBucket:
+    """A shared bucket with a client of its own (a crawler's is ``crawler_redis``), closed by the test."""
+    return RedisTokenBucket(async_redis_client(url, **WAITED_FOR_TIMEOUTS), key=Keys(prefix).rate_bucket, **kwargs)
 
 
 async def take(bucket: RedisTokenBucket, count: int) -> list[Reservation]:
@@ -54,7 +62,7 @@ def run_client(prefix: str, workers: int, duration: float, out: list[Reservation
 
         await asyncio.gather(*(worker() for _ in range(workers)))
         counts.append((bucket.redis_calls, bucket.expired_slots))
-        await bucket.close()
+        await bucket.client.aclose()
 
     asyncio.run(main())
 
@@ -91,10 +99,10 @@ def test_a_departed_instance_leaves_no_extra_capacity(prefix: str) -> None:
     async def main() -> tuple[list[Reservation], list[Reservation]]:
         gone = make_bucket(prefix)
         leased = await take(gone, 40)  # 0.2 s of slots it will never use
-        await gone.close()
+        await gone.client.aclose()
         newcomer = make_bucket(prefix)
         fresh = await take(newcomer, 40)
-        await newcomer.close()
+        await newcomer.client.aclose()
         return leased, fresh
 
     leased, fresh = asyncio.run(main())
@@ -123,8 +131,8 @@ def test_backoff_factor_is_shared_between_instances(prefix: str) -> None:
         assert second.factor == pytest.approx(0.5, abs=0.01)
         assert await second.backoff(slots[-1]) is True
         assert second.factor == pytest.approx(0.25, abs=0.01)
-        await first.close()
-        await second.close()
+        await first.client.aclose()
+        await second.client.aclose()
 
     asyncio.run(main())
 
@@ -133,7 +141,7 @@ def test_state_lives_under_the_prefix_with_a_ttl(prefix: str) -> None:
     async def main() -> None:
         bucket = make_bucket(prefix)
         await take(bucket, 3)
-        await bucket.close()
+        await bucket.client.aclose()
 
     asyncio.run(main())
     client = redis.Redis.from_url(REDIS_URL)
@@ -148,7 +156,7 @@ def test_leases_batch_redis_calls(prefix: str) -> None:
         bucket = make_bucket(prefix, rate=500, burst=10)
         assert bucket.lease_max == 10
         await asyncio.gather(*(bucket.acquire() for _ in range(100)))
-        await bucket.close()
+        await bucket.client.aclose()
         return bucket
 
     bucket = asyncio.run(main())
@@ -167,11 +175,10 @@ def test_an_outage_is_waited_out_then_reported(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(redis_bucket_module, "OUTAGE_RETRY_DELAY", 0.1)
 
     async def main() -> None:
-        bucket = RedisTokenBucket.from_url("redis://127.0.0.1:1/0", key_prefix="unused",
-                                           rate=10, burst=1)
+        bucket = bucket_at("redis://127.0.0.1:1/0", "unused", rate=10, burst=1)
         with pytest.raises(redis.ConnectionError):
             await bucket.acquire()
-        await bucket.close()
+        await bucket.client.aclose()
 
     with caplog.at_level(logging.DEBUG, logger=redis_bucket_module.__name__):
         started = time.monotonic()
@@ -190,7 +197,7 @@ def test_leases_grow_while_every_slot_gets_used(prefix: str) -> None:
         bucket = make_bucket(prefix, rate=100_000, burst=10)
         for _ in range(300):
             await bucket.acquire()
-        await bucket.close()
+        await bucket.client.aclose()
         return bucket
 
     bucket = asyncio.run(main())
@@ -205,7 +212,7 @@ def test_a_distant_redis_still_gets_requests_sent_within_the_cap(prefix: str) ->
     sends: list[float] = []
 
     async def main(url: str) -> None:
-        bucket = RedisTokenBucket.from_url(url, key_prefix=prefix, rate=rate, burst=burst)
+        bucket = bucket_at(url, prefix, rate=rate, burst=burst)
         stop = time.monotonic() + 2
 
         async def worker() -> None:
@@ -220,7 +227,7 @@ def test_a_distant_redis_still_gets_requests_sent_within_the_cap(prefix: str) ->
             await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(32))), 5)
         except TimeoutError:
             pass  # a worker that never got a usable slot
-        await bucket.close()
+        await bucket.client.aclose()
 
     redis_at = urlsplit(REDIS_URL)
     with TcpProxy(redis_at.hostname or "127.0.0.1", redis_at.port or 6379, delay=0.02) as proxy:
@@ -241,7 +248,7 @@ def test_at_a_slow_pace_slots_keep_the_caps_window_and_are_not_granted_early(pre
         try:
             return await take(bucket, 3)
         finally:
-            await bucket.close()
+            await bucket.client.aclose()
 
     reservations = asyncio.run(main())
     assert [r.deadline - r.at for r in reservations] == pytest.approx([late_tolerance(1 / 500, 10)] * 3)

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.config.driver_errors import describe
 from productcrawler.ids import RangeIds
-from productcrawler.passes.redis_pass import pass_base, pass_key, refusal, refused
+from productcrawler.passes.redis_pass import refusal, refused
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.ratelimit.middleware import check_handlers, rate_limit_enabled
 from productcrawler.redis_connection import is_cluster, redis_client, reply_text
+from productcrawler.redis_keys import Keys
 from productcrawler.spiders.products import fresh_requested
 from productcrawler.storage.evolve import sa_connection
 from productcrawler.storage.migrate import refuse_declared_types, refuse_id_type
@@ -116,7 +117,7 @@ def _check_shared_pass(config: CrawlConfig) -> None:
     ids = config.id_file or RangeIds(config.start_id, config.end_id)
     client = redis_client(config.redis_url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT)
     try:
-        pass_id, status, running = client.hmget(pass_key(pass_base(config.redis_key_prefix)),
+        pass_id, status, running = client.hmget(Keys(config.redis_key_prefix).passes().current,
                                                 ["id", "status", "ids"])
     finally:
         client.close()

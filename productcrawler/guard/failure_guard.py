@@ -89,6 +89,7 @@ from twisted.internet.task import LoopingCall
 
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
+from productcrawler.budget.limited import is_rate_limited
 from productcrawler.config import ConfigError, CrawlConfig
 from productcrawler.config.crawler import crawl_config
 from productcrawler.download.errors import known_reason
@@ -111,7 +112,6 @@ from productcrawler.per_crawler import PerCrawler
 from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
 from productcrawler.proxies.config import parse_proxy_urls
-from productcrawler.ratelimit.limited import is_rate_limited
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -4,7 +4,7 @@
 (one process: the database is the ledger) and ``redis_pass.py`` (any number
 of instances share the pass in Redis) implement it over ids, ``listing.py`` and
 ``redis_listing.py`` over a listing's pages (``PRODUCT_LIST_URL``). ``new_pass`` picks one by
-``REDIS_URL``; a crawler has one, ``crawl_pass(crawler)`` (:mod:`.crawler`).
+``REDIS_URL`` (the Redis ones on the crawler's client); a crawler has one, ``crawl_pass(crawler)`` (:mod:`.crawler`).
 """
 
 from __future__ import annotations
@@ -20,22 +20,24 @@ from productcrawler.passes.listing import ListingPass
 from productcrawler.passes.record import SharedPassRecord
 from productcrawler.passes.redis_listing import RedisListingPass
 from productcrawler.passes.redis_pass import RedisPass
-from productcrawler.redis_connection import async_redis_client
+from productcrawler.redis_connection import crawler_redis
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
     from productcrawler.config import CrawlConfig
     from productcrawler.ids.failed import FailedIds
     from productcrawler.passes.base import Pass
     from productcrawler.storage.database import Database
 
 
-def new_pass(config: CrawlConfig, database: Database) -> Pass:
+def new_pass(config: CrawlConfig, database: Database, crawler: Crawler) -> Pass:
     """The pass ``config`` asks for: in ``database``, or in Redis (which records its outcomes in ``database``);
     over the ids, or over a listing's pages (PRODUCT_LIST_URL)."""
     if config.list_url is not None:
         if config.redis_url is None:
             return ListingPass(database, config)
-        return RedisListingPass(async_redis_client(config.redis_url), config.redis_key_prefix, config,
+        return RedisListingPass(crawler_redis(crawler, config.redis_url), config.redis_key_prefix, config,
                                 SharedPassRecord(database, tracking=bool(config.track_changes)))
     if config.redis_url is None:
         return DatabasePass(database, config)
@@ -48,5 +50,5 @@ def new_pass(config: CrawlConfig, database: Database) -> Pass:
 
     ids = None if config.failed_only else (config.id_file or RangeIds(config.start_id, config.end_id))
     record = SharedPassRecord(database, tracking=bool(config.track_changes))
-    return RedisPass(async_redis_client(config.redis_url), config.redis_key_prefix, ids,
+    return RedisPass(crawler_redis(crawler, config.redis_url), config.redis_key_prefix, ids,
                      heartbeat_ttl=config.redis_heartbeat_ttl, read_failed=read_failed, record=record)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def _build(crawler: Crawler) -> Pass:
-    return new_pass(crawl_config(crawler), crawl_database(crawler))
+    return new_pass(crawl_config(crawler), crawl_database(crawler), crawler)
 
 
 #: The crawler's pass (whoever asks first builds it, with the crawler's database).

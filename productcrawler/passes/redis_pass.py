@@ -1,7 +1,8 @@
 """One pass shared by every instance through Redis: lazy seeding, leases, acknowledgement.
 
 Keys, under ``{REDIS_KEY_PREFIX}:products`` (the braces are literal: the
-prefix is the keys' Redis Cluster hash tag, and every script declares its keys):
+prefix is the keys' Redis Cluster hash tag, and every script declares its keys;
+:class:`~productcrawler.redis_keys.PassKeys` names them):
 
 - ``pass`` (hash): the current pass: ``ids`` (which id list: ``range:START-END``, or
   ``file:SHA256:COUNT``), ``start`` and ``end`` (its positions, 1..N), ``cursor``
@@ -50,6 +51,7 @@ from productcrawler.instance import instance_name
 from productcrawler.passes import redis_scripts
 from productcrawler.passes.base import FINISHED, LOST, REPLACED, RUNNING, Entry, Lease
 from productcrawler.redis_connection import reply_text
+from productcrawler.redis_keys import SPIDER, Keys
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -110,15 +112,6 @@ class PassState:
 
 
 
-def pass_base(prefix: str, spider_name: str = "products") -> str:
-    """What every key of a shared pass starts with. One hash tag for every key: a Redis Cluster keeps
-    them in one slot, so each script's keys are on one node (no CROSSSLOT)."""
-    return f"{{{prefix}}}:{spider_name}"
-
-
-def pass_key(base: str) -> str:
-    """The hash of the running pass (its id, status, id list...)."""
-    return f"{base}:pass"
 
 class RedisPass:
     """The Redis side of the shared pass, for one instance."""
@@ -131,7 +124,7 @@ class RedisPass:
     listing_removals: bool | None = None
 
     def __init__(self, client: AsyncClient, prefix: str, ids: IdSource | None,
-                 spider_name: str = "products", instance: str | None = None,
+                 spider_name: str = SPIDER, instance: str | None = None,
                  heartbeat_ttl: float = DEFAULTS["REDIS_HEARTBEAT_TTL"],
                  read_failed: Callable[[], Awaitable[FailedIds]] | None = None,
                  record: SharedPassRecord | None = None) -> None:
@@ -141,7 +134,9 @@ class RedisPass:
         self.record = record
         #: The crawl_passes id every row written in this pass carries (``record.py``); None without a record.
         self.row_stamp: int | None = None
-        self.base = pass_base(prefix, spider_name)
+        # One hash tag for every key: a Redis Cluster keeps them in one slot,
+        # so each script's keys are on one node (no CROSSSLOT).
+        self.keys = Keys(prefix).passes(spider_name)
         self.instance = instance or instance_name()
         #: Seconds without a heartbeat after which this instance counts as dead (REDIS_HEARTBEAT_TTL).
         self.heartbeat_ttl = heartbeat_ttl
@@ -175,10 +170,10 @@ class RedisPass:
     # keys
     @property
     def pass_key(self) -> str:
-        return pass_key(self.base)
+        return self.keys.current
 
     def key(self, name: str, pass_id: int | None = None) -> str:
-        return f"{self.base}:pass:{self.pass_id if pass_id is None else pass_id}:{name}"
+        return self.keys.of_pass(self.pass_id if pass_id is None else pass_id, name)
 
     #: Keys of a pass that a subclass adds (expired with the others).
     extra_keys: tuple[str, ...] = ()
@@ -188,7 +183,7 @@ class RedisPass:
         return self.key(f"inflight:{self.instance}")
 
     def heartbeat_key(self, instance: str | None = None) -> str:
-        return f"{self.base}:instance:{instance or self.instance}"
+        return self.keys.heartbeat(instance or self.instance)
 
     # the pass interface (base.Pass)
     @property
@@ -204,7 +199,7 @@ class RedisPass:
                 return self.failed.nothing_to_fetch()
             self.ids, self.total = self.failed.ids, self.failed.ids.total
         reply = await self._open(
-            keys=[self.pass_key, f"{self.base}:pass_seq"],
+            keys=[self.pass_key, self.keys.sequence],
             args=[1, self.total, "1" if fresh else "0", uuid.uuid4().hex, FRESH_JOIN_WINDOW, self.ids.descriptor,
                   "1" if self.grows else "0"])
         if reply[0] == b"refused":
@@ -359,7 +354,7 @@ class RedisPass:
     async def instances(self) -> dict[str, dict[str, Any]]:
         """Live instances and their last heartbeat."""
         found = {}
-        async for key in self.client.scan_iter(f"{self.base}:instance:*", count=1000):
+        async for key in self.client.scan_iter(self.keys.heartbeats, count=1000):
             raw = await self.client.get(key)
             if raw:
                 found[key.decode().rsplit(":instance:", 1)[1]] = json.loads(raw)

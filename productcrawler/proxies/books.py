@@ -30,9 +30,9 @@ class Snapshot:
 
 
 class HealthBook(Protocol):
-    async def sync(self, deltas: Sequence[tuple[int, int]]) -> Snapshot: ...
+    """Where the pool's health lives: :class:`LocalHealthBook`, or Redis's (``shared.py``)."""
 
-    async def close(self) -> None: ...
+    async def sync(self, deltas: Sequence[tuple[int, int]]) -> Snapshot: ...
 
 
 class LocalHealthBook:
@@ -57,6 +57,3 @@ class LocalHealthBook:
                 if rest is not None:
                     rested[index] = rest
         return Snapshot([replace(h) for h in self.health], rested)
-
-    async def close(self) -> None:
-        return None

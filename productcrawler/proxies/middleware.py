@@ -60,7 +60,7 @@ from productcrawler.meta import (
     RESEND_NOW,
     RETRY_DELAY,
 )
-from productcrawler.proxies import GATEWAY_STATUSES
+from productcrawler.proxies import GATEWAY_STATUSES, new_book
 from productcrawler.proxies.blame import (
     PROXY_FAILURE_REASONS,
     PROXY_FAILURE_STATUSES,
@@ -71,11 +71,10 @@ from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
 from productcrawler.proxies.config import ProxyConfig
 from productcrawler.proxies.outage import ProxyOutage
 from productcrawler.proxies.pool import ProxyPool, stat
-from productcrawler.proxies.shared import RedisHealthBook
-from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
-from productcrawler.ratelimit.redis_bucket import RedisTokenBucket
+from productcrawler.ratelimit import new_limiter
 from productcrawler.ratelimit.wait import wait_for_fresh_slot
-from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, async_redis_client
+from productcrawler.redis_connection import crawler_redis
+from productcrawler.redis_keys import Keys
 from productcrawler.stat_keys import add_seconds
 
 if TYPE_CHECKING:
@@ -119,23 +118,14 @@ class ProxyMiddleware:
         if config is None:
             raise NotConfigured
         crawl = crawl_config(crawler)
-        book: HealthBook
-        client = None
-        if crawl.redis_url is None:
-            book = LocalHealthBook(config.policy, len(config.proxies))
-        else:
-            client = async_redis_client(crawl.redis_url, **WAITED_FOR_TIMEOUTS)
-            book = RedisHealthBook(client, key_prefix=crawl.redis_key_prefix,
-                                   keys=[p.key for p in config.proxies], policy=config.policy)
+        client = None if crawl.redis_url is None else crawler_redis(crawler, crawl.redis_url)
+        keys = Keys(crawl.redis_key_prefix)
+        book = new_book(client, keys.proxy_health, [p.key for p in config.proxies], config.policy)
         limiters: list[RateLimiter] | None = None
         rate = config.max_requests_per_second
         if rate is not None:
             burst = burst_for_rate(rate)
-            if client is None:
-                limiters = [LocalRateLimiter(TokenBucket(rate, burst)) for _ in config.proxies]
-            else:
-                limiters = [RedisTokenBucket(client, key_prefix=f"{crawl.redis_key_prefix}:proxy:{p.key}",
-                                             rate=rate, burst=burst) for p in config.proxies]
+            limiters = [new_limiter(client, keys.proxy_bucket(p.key), rate, burst) for p in config.proxies]
         logger.info("Proxy pool: %d proxies (%s), health %s%s", len(config.proxies),
                     ", ".join(p.label for p in config.proxies),
                     book if client is None else f"shared through Redis at {mask_url(crawl.redis_url)}",

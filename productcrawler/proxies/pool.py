@@ -137,7 +137,6 @@ class ProxyPool:
             except asyncio.CancelledError:
                 pass
         await self.sync()  # the last successes, for the other instances
-        await self.book.close()
 
     async def _run(self) -> None:
         while True:

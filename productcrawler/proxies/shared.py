@@ -1,6 +1,7 @@
 """The pool's health in Redis, so every instance sees the same scores and rests.
 
-One hash, ``{REDIS_KEY_PREFIX}:proxies:health``, holds per proxy (by its key:
+One hash, ``{REDIS_KEY_PREFIX}:proxies:health``
+(:attr:`~productcrawler.redis_keys.Keys.proxy_health`), holds per proxy (by its key:
 a hash of scheme, user and host:port, never the password) its score ``:s``,
 the end of its rest ``:r`` in Redis server time, and its rests in a row ``:n``.
 A Lua script (``lua/health_sync.lua``) applies one instance's counted outcomes and answers every
@@ -35,11 +36,11 @@ SYNC_SCRIPT = lua_script("productcrawler.proxies", "health_sync.lua")
 
 
 class RedisHealthBook:
-    def __init__(self, client: AsyncClient, *, key_prefix: str, keys: Sequence[str],
+    def __init__(self, client: AsyncClient, *, key: str, keys: Sequence[str],
                  policy: HealthPolicy, clock: Callable[[], float] = time.monotonic,
                  rng: random.Random | None = None) -> None:
         self.client = client
-        self.key = f"{key_prefix}:proxies:health"
+        self.key = key
         self.keys = list(keys)
         self.policy = policy
         self.clock = clock
@@ -72,6 +73,3 @@ class RedisHealthBook:
             if float(rest) >= 0:
                 rested[index] = float(rest)
         return Snapshot(health, rested)
-
-    async def close(self) -> None:
-        await self.client.aclose()

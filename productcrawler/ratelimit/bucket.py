@@ -125,8 +125,6 @@ class RateLimiter(Protocol):
 
     async def backoff(self, granted_at: float | None) -> bool: ...
 
-    async def close(self) -> None: ...
-
 
 @dataclass(frozen=True)
 class BackoffPolicy:
@@ -271,6 +269,3 @@ class LocalRateLimiter:
 
     async def backoff(self, granted_at: float | None) -> bool:
         return self.bucket.backoff(granted_at)
-
-    async def close(self) -> None:
-        return None

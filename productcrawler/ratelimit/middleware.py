@@ -28,10 +28,11 @@ download handler that does not pace.
 A 429 response halves the effective rate (never below 10 % of the cap),
 shared through Redis when there is one; it recovers by 10 % of the cap every
 5 s without a new backoff. When the API announces its budget in its headers
-(``RATE_LIMIT_HEADERS``, :mod:`productcrawler.ratelimit.budget_pacer`), each
-request is first let through by that budget, then takes its slot: the budget
-only lowers the pace below the cap; a 429 that carries the budget sets the
-pace from it and does not halve the rate.
+(``RATE_LIMIT_HEADERS``, :mod:`productcrawler.budget`), each request is first
+let through by that budget (:class:`~productcrawler.budget.middleware.BudgetGateMiddleware`),
+then takes its slot: the budget only lowers the pace below the cap. This
+middleware reads every answer for the budget; a 429 that carries the budget
+sets the pace from it and does not halve the rate.
 
 Division of labour with AutoThrottle: the bucket is the hard cap, counted on
 requests sent, and the 429 backoff is the reaction to overload; AutoThrottle
@@ -58,15 +59,16 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
 from productcrawler import stat_keys
+from productcrawler.budget.limited import is_rate_limited
+from productcrawler.budget.middleware import BudgetGateMiddleware
 from productcrawler.config import ConfigError, mask_url
 from productcrawler.config.crawler import crawl_config
-from productcrawler.download.stops import crawl_stops
-from productcrawler.meta import BUDGET_ADMITTED, RATELIMIT_GRANTED_AT
-from productcrawler.ratelimit.bucket import LocalRateLimiter, TokenBucket
-from productcrawler.ratelimit.budget_pacer import BudgetPacer
-from productcrawler.ratelimit.limited import is_rate_limited
-from productcrawler.ratelimit.redis_bucket import RedisTokenBucket, ping
+from productcrawler.meta import RATELIMIT_GRANTED_AT
+from productcrawler.ratelimit import new_limiter
+from productcrawler.ratelimit.redis_bucket import ping
 from productcrawler.ratelimit.wait import wait_for_fresh_slot
+from productcrawler.redis_connection import crawler_redis
+from productcrawler.redis_keys import Keys
 from productcrawler.stat_keys import add_seconds
 
 if TYPE_CHECKING:
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
+    from productcrawler.budget.pacer import BudgetPacer
     from productcrawler.ratelimit.bucket import RateLimiter, Reservation
 
 logger = logging.getLogger(__name__)
@@ -131,11 +134,12 @@ class RateLimitMiddleware:
     no request was ready; the stat ``productcrawler/ratelimit/expired_slots``).
     """
 
-    def __init__(self, crawler: Crawler, limiter: RateLimiter, budget: BudgetPacer | None = None) -> None:
+    def __init__(self, crawler: Crawler, limiter: RateLimiter) -> None:
         self.crawler: Crawler = crawler
         self.stats: StatsCollector = crawler.stats
         self.limiter: RateLimiter = limiter
-        self.budget: BudgetPacer | None = budget
+        #: The announced budget's pacer, whose answers this middleware reads (found once the engine runs).
+        self.budget: BudgetPacer | None = None
         self.sent: int = 0
         self.waiting: int = 0
         self.backoffs: int = 0
@@ -155,22 +159,14 @@ class RateLimitMiddleware:
             raise NotConfigured
         check_handlers(crawler.settings)
         config = crawl_config(crawler)
-        rate, burst = config.max_requests_per_second, config.rate_limit_burst
-        limiter: RateLimiter
-        if config.redis_url is None:
-            limiter = LocalRateLimiter(TokenBucket(rate, burst))
-        else:
+        client = None
+        if config.redis_url is not None:
             _check_asyncio(crawler.settings)
             ping(config.redis_url)
-            limiter = RedisTokenBucket.from_url(config.redis_url, key_prefix=config.redis_key_prefix,
-                                                rate=rate, burst=burst)
+            client = crawler_redis(crawler, config.redis_url)
             logger.debug("Rate limit shared through %s", mask_url(config.redis_url))
-        stops = crawl_stops(crawler)
-
-        def stopping() -> bool:  # an operator's stop (SIGINT, SIGTERM), or the guard's
-            return not crawler.crawling or stops.refusing
-
-        return cls(crawler, limiter, BudgetPacer.from_config(crawler.stats, config, stopping))
+        return cls(crawler, new_limiter(client, Keys(config.redis_key_prefix).rate_bucket,
+                                        config.max_requests_per_second, config.rate_limit_burst))
 
     @property
     def rate_factor(self) -> float:
@@ -190,16 +186,14 @@ class RateLimitMiddleware:
         return (self.sent - 1) / span if span > 0 else None
 
     def spider_opened(self) -> None:
-        if self.budget is not None and self.crawler.crawling:  # not `scrapy shell`, which never "crawls"
-            self.budget.start()
+        budget = self.crawler.get_downloader_middleware(BudgetGateMiddleware)
+        if budget is not None:
+            self.budget = budget.read_answers()
         logger.info("Rate limit: %g requests/second, burst %g, %s",
                     self.limiter.rate, self.limiter.burst, self.limiter)
 
     async def spider_closed(self) -> None:
         self._set_effective_rate()
-        if self.budget is not None:
-            await self.budget.close()
-        await self.limiter.close()
 
     async def wait_for_slot(self, request: Request) -> float:
         """Return when ``request`` may be sent: at its slot, and before the slot goes stale.
@@ -211,8 +205,6 @@ class RateLimitMiddleware:
         in between (see the module docstring).
         """
         entered = time.monotonic()
-        if self.budget is not None and not request.meta.pop(BUDGET_ADMITTED, False):
-            await self.budget.admit(request)
         reservation, slept = await self._wait()
         now = time.monotonic()
         request.meta[RATELIMIT_GRANTED_AT] = reservation.granted_at

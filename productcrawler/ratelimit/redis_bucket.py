@@ -20,7 +20,8 @@ stale locally (past its :func:`~.bucket.late_tolerance`) is dropped, not sent
 late; so that a distant Redis's reply is not stale on arrival, a lease starts
 no sooner than the fastest recent round trip after the script runs.
 
-State lives in one hash, ``{REDIS_KEY_PREFIX}:ratelimit:bucket`` (fields
+State lives in one hash, ``{REDIS_KEY_PREFIX}:ratelimit:bucket``
+(:attr:`~productcrawler.redis_keys.Keys.rate_bucket`; fields
 ``tat``, ``factor``, ``factor_at``, ``backoff_at``, all server seconds), whose
 TTL is renewed by every call to at least a minute past its TAT. All instances
 must run with the same ``MAX_REQUESTS_PER_SECOND`` and ``RATE_LIMIT_BURST``, and
@@ -53,14 +54,11 @@ from productcrawler.ratelimit.bucket import (
     late_tolerance,
 )
 from productcrawler.redis_clock import ServerClock
-from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, AsyncClient, async_redis_client, redis_client
+from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, AsyncClient, redis_client
 from productcrawler.redis_lua import lua_script
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-    # typing.Self requires Python 3.11
-    from typing import Self
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +76,9 @@ BACKOFF_SCRIPT = lua_script("productcrawler.ratelimit", "bucket_prelude.lua", "b
 def ping(url: str) -> None:
     """Fail at once, naming the masked URL, if Redis at ``url`` is unreachable.
 
-    A synchronous one-off at start-up; the hot path only uses ``redis.asyncio``.
+    A synchronous one-off at start-up, closed at once: ``from_crawler`` cannot
+    wait for the crawler's asyncio client, and a wrong REDIS_URL must stop the
+    crawl before it starts, not fail its first request.
     redis-py's message is told as the start-up checks tell it
     (:func:`productcrawler.config.driver_errors.describe`): left out, and not chained,
     when the password is ambiguous, for it names pieces of the password.
@@ -96,16 +96,16 @@ def ping(url: str) -> None:
 
 
 class RedisTokenBucket:
-    """The async :class:`~productcrawler.ratelimit.bucket.RateLimiter` over Redis."""
+    """The async :class:`~productcrawler.ratelimit.bucket.RateLimiter` over Redis, in the hash ``key``."""
 
-    def __init__(self, client: AsyncClient, *, key_prefix: str, rate: float, burst: float,
+    def __init__(self, client: AsyncClient, *, key: str, rate: float, burst: float,
                  lease_max: int | None = None, policy: BackoffPolicy | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         check_rate(rate, burst)
         if lease_max is not None and lease_max < 1:
             raise ValueError(f"lease_max={lease_max!r} must be at least 1")
         self.client: AsyncClient = client
-        self.key: str = f"{key_prefix}:ratelimit:bucket"
+        self.key: str = key
         self.rate: float = float(rate)
         self.burst: float = float(burst)
         self.lease_max: int = lease_max or max(1, int(rate * LEASE_FRACTION))
@@ -131,11 +131,6 @@ class RedisTokenBucket:
         self._round_trips: deque[float] = deque(maxlen=LEAD_CALLS)
         self._lease_script = client.register_script(LEASE_SCRIPT)
         self._backoff_script = client.register_script(BACKOFF_SCRIPT)
-
-    @classmethod
-    def from_url(cls, url: str, **kwargs: Any) -> Self:
-        client = async_redis_client(url, **WAITED_FOR_TIMEOUTS)
-        return cls(client, **kwargs)
 
     def __str__(self) -> str:
         return f"Redis bucket {self.key}"
@@ -232,6 +227,3 @@ class RedisTokenBucket:
             return False
         self._factor = float(factor)
         return applied == b"1"
-
-    async def close(self) -> None:
-        await self.client.aclose()

@@ -44,9 +44,9 @@ from scrapy.settings import BaseSettings
 from twisted.internet import defer
 from twisted.web.client import ResponseFailed
 
+from productcrawler.budget.limited import is_rate_limited, reset_after
 from productcrawler.config import ConfigError
 from productcrawler.download.errors import TLS_CERTIFICATE, exception_reason
-from productcrawler.ratelimit.limited import is_rate_limited, reset_after
 from productcrawler.retry.policy import RetryPolicy
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ Four formats, by the names ``RATE_LIMIT_HEADERS`` takes:
     ``X-RateLimit-Remaining``, ``X-RateLimit-Reset``. The reset is Unix epoch
     seconds on some servers, epoch milliseconds or delta seconds on others
     under the same name: they are told apart by magnitude
-    (:func:`~.budget_bounds.reset_seconds`).
+    (:func:`~.bounds.reset_seconds`).
 ``ietf``
     draft-ietf-httpapi-ratelimit-headers: ``RateLimit-Policy: "p";q=100;w=60``
     and ``RateLimit: "p";r=50;t=30`` (RFC 8941 structured fields, parsed by
@@ -18,7 +18,7 @@ Four formats, by the names ``RATE_LIMIT_HEADERS`` takes:
     ``X-Rate-Limit-Time-Window-Ms``, ``X-Rate-Limit-Time-Reset-Ms``.
 ``shopify``
     a leaky bucket, ``X-Shopify-Shop-Api-Call-Limit: used/size``; the leak
-    rate is not announced (:mod:`.budget_reader` measures it).
+    rate is not announced (:mod:`.reader` measures it).
 
 Whole seconds are what servers send for resets, rounded up (express-rate-limit
 takes the ceiling), so a reset read from them is an upper bound, coarse by its
@@ -27,7 +27,7 @@ numbers, a negative count, a part missing) is ignored for that answer and
 logged once per format.
 
 No header may make the crawl wait longer than ``RATE_LIMIT_HEADERS_MAX_WAIT``
-(:mod:`.budget_bounds`).
+(:mod:`.bounds`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import http_sf
 
+from productcrawler.budget.bounds import BudgetBounds, reset_seconds
 from productcrawler.config.defaults import RATE_LIMIT_HEADER_FORMATS
-from productcrawler.ratelimit.budget_bounds import BudgetBounds, reset_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

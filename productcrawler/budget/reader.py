@@ -1,10 +1,10 @@
 """One instance's reading of the budget: successive observations made into reports.
 
-An answer's headers (:mod:`.budget_headers`) say the budget as the API saw it
+An answer's headers (:mod:`.headers`) say the budget as the API saw it
 when it handled that request. A report adds what one answer cannot say:
 
 * ``seq``, the number the budget gate gave the answered request when it was
-  let through (:mod:`.budget_plan`): the requests let through after it are in
+  let through (:mod:`.plan`): the requests let through after it are in
   flight or about to be, and will spend budget the answer does not count yet;
 * for a fixed window, a reset time as tight as the answers allow. A reset in
   whole seconds is rounded up, so each answer bounds the reset to an interval
@@ -22,7 +22,7 @@ when it handled that request. A report adds what one answer cannot say:
   an underestimate over a short baseline and tends to the true one over a
   long one. A bucket that ran empty meanwhile also makes it an underestimate.
 
-A reset clamped to ``RATE_LIMIT_HEADERS_MAX_WAIT`` (:mod:`.budget_headers`)
+A reset clamped to ``RATE_LIMIT_HEADERS_MAX_WAIT`` (:mod:`.headers`)
 gives no window length: at that reset, the gate knows no budget until an
 answer tells it (its requests are probes again).
 
@@ -35,7 +35,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from productcrawler.ratelimit.budget_headers import LeakyBudget, WindowBudget
+from productcrawler.budget.headers import LeakyBudget, WindowBudget
 
 #: Seconds an answer's reading of the API's clock may precede its arrival here (latency).
 SLACK = 0.05

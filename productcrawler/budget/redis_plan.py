@@ -1,7 +1,7 @@
 """One announced budget shared by every instance through Redis.
 
-The plan of :mod:`.budget_plan` kept in one hash,
-``{REDIS_KEY_PREFIX}:ratelimit:budget``, and run by two Lua scripts
+The plan of :mod:`.plan` kept in one hash,
+``{REDIS_KEY_PREFIX}:ratelimit:budget`` (:attr:`~productcrawler.redis_keys.Keys.budget`), and run by two Lua scripts
 (``lua/budget_claim.lua``, ``lua/budget_report.lua``) in the server's clock:
 every instance's answers report into it (the newest, by the number the
 answered request was let through with, wins; one older than its window is
@@ -10,7 +10,7 @@ sequence, so the requests in flight of all instances count against the
 budget and N instances spend one budget between them.
 
 Every request let through is one call (the probes of
-:mod:`.budget_pacer` too, so that an instance starting next to one that
+:mod:`.pacer` too, so that an instance starting next to one that
 knows the budget is paced by it from its first request), then the wait until
 its time, at most ``AHEAD`` at once per instance, with no blocking call on
 the reactor (redis-py's asyncio client). A crawl of an API that announces no
@@ -26,18 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
-from productcrawler.ratelimit import budget_plan
-from productcrawler.ratelimit.budget_plan import AHEAD, Budget
-from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report
-from productcrawler.ratelimit.stop import StopWatch
-from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, AsyncClient, async_redis_client
+from productcrawler.budget import plan
+from productcrawler.budget.plan import AHEAD, Budget
+from productcrawler.budget.reader import SKEW, LeakyReport, Report
+from productcrawler.budget.stop import StopWatch
 from productcrawler.redis_lua import lua_script
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    # typing.Self requires Python 3.11
-    from typing import Self
+    from productcrawler.redis_connection import AsyncClient
 
 logger = logging.getLogger(__name__)
 
@@ -45,20 +43,20 @@ KEY_TTL = 120.0  # seconds the shared budget outlives its last use
 MAX_WAIT = 1e12  # seconds: "no bound" as a number Lua reads
 
 
-CLAIM_SCRIPT = lua_script("productcrawler.ratelimit", "budget_claim.lua")
-REPORT_SCRIPT = lua_script("productcrawler.ratelimit", "budget_report.lua")
+CLAIM_SCRIPT = lua_script("productcrawler.budget", "budget_claim.lua")
+REPORT_SCRIPT = lua_script("productcrawler.budget", "budget_report.lua")
 
 
 class RedisBudgetGate:
-    """The shared plan; same interface as :class:`~.budget_plan.LocalBudgetGate`."""
+    """The shared plan, in the hash ``key``: a :class:`~.plan.BudgetGate`."""
 
-    def __init__(self, client: AsyncClient, *, key_prefix: str, cap: float,
+    def __init__(self, client: AsyncClient, *, key: str, cap: float,
                  clock: Callable[[], float] = time.monotonic, stop: StopWatch | None = None,
                  max_wait: float = MAX_WAIT) -> None:
         self.client: AsyncClient = client
         self.max_wait: float = min(max_wait, MAX_WAIT)
         self.stop: StopWatch = stop if stop is not None else StopWatch()
-        self.key: str = f"{key_prefix}:ratelimit:budget"
+        self.key: str = key
         self.cap: float = cap
         self.clock: Callable[[], float] = clock
         self.redis_calls: int = 0
@@ -67,11 +65,6 @@ class RedisBudgetGate:
         self._error_logged: bool = False
         self._claim = client.register_script(CLAIM_SCRIPT)
         self._report = client.register_script(REPORT_SCRIPT)
-
-    @classmethod
-    def from_url(cls, url: str, **kwargs: Any) -> Self:
-        client = async_redis_client(url, **WAITED_FOR_TIMEOUTS)
-        return cls(client, **kwargs)
 
     def __str__(self) -> str:
         return f"Redis budget {self.key}"
@@ -82,9 +75,9 @@ class RedisBudgetGate:
 
     async def admit(self) -> int | None:
         """Wait until the shared budget lets one more request go; its number (None: Redis failed)."""
-        args = [repr(KEY_TTL), repr(budget_plan.QUOTA_MARGIN), repr(budget_plan.LEVEL_MARGIN),
-                repr(budget_plan.LEAK_SAFETY), repr(budget_plan.PROBE_INTERVAL),
-                repr(budget_plan.RESET_MARGIN), repr(self.cap), repr(SKEW), repr(budget_plan.HOLD),
+        args = [repr(KEY_TTL), repr(plan.QUOTA_MARGIN), repr(plan.LEVEL_MARGIN),
+                repr(plan.LEAK_SAFETY), repr(plan.PROBE_INTERVAL),
+                repr(plan.RESET_MARGIN), repr(self.cap), repr(SKEW), repr(plan.HOLD),
                 repr(self.max_wait)]
         async with self._ahead:
             while True:
@@ -134,6 +127,3 @@ class RedisBudgetGate:
         self._error_logged = True
         logger.warning("Rate limit: could not %s in Redis: %s (the budget is not kept while Redis "
                        "fails; no more of these messages will be shown)", what, exc)
-
-    async def close(self) -> None:
-        await self.client.aclose()

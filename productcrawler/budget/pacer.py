@@ -1,11 +1,11 @@
 """The announced budget in a crawl: every answer read, every request let through by the budget gate.
 
-Built by :class:`~productcrawler.ratelimit.middleware.RateLimitMiddleware`
+Built by :class:`~productcrawler.budget.middleware.BudgetGateMiddleware`
 when ``RATE_LIMIT_HEADERS`` is not ``off``. Each request is let through by the
-gate (:mod:`.budget_plan`, or :mod:`.redis_budget` with ``REDIS_URL``) before it
+gate (:mod:`.plan`, or :mod:`.redis_plan` with ``REDIS_URL``) before it
 takes its token-bucket slot, and carries its number in ``meta``; each answer,
-whatever its status, is read for budget headers (:mod:`.budget_headers`) and
-reported (:mod:`.budget_reader`). The pace in force, the budget left and its
+whatever its status, is read for budget headers (:mod:`.headers`) and
+reported (:mod:`.reader`). The pace in force, the budget left and its
 reset go into the stats (``productcrawler/ratelimit/budget/*``), which the
 progress line and the Prometheus metrics read.
 
@@ -35,21 +35,16 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import IgnoreRequest
 
 from productcrawler import stat_keys
+from productcrawler.budget.headers import BudgetHeaders
+from productcrawler.budget.reader import BudgetReader
+from productcrawler.budget.stop import Stopping, StopWatch
 from productcrawler.meta import ABANDONED, BUDGET_PROBE, BUDGET_SEQ, NOT_SENT_BUDGET
-from productcrawler.ratelimit.budget_headers import BudgetHeaders
-from productcrawler.ratelimit.budget_plan import LocalBudgetGate
-from productcrawler.ratelimit.budget_reader import BudgetReader
-from productcrawler.ratelimit.redis_budget import RedisBudgetGate
-from productcrawler.ratelimit.stop import Stopping, StopWatch
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from scrapy.http import Request, Response
     from scrapy.statscollectors import StatsCollector
 
-    from productcrawler.config import CrawlConfig
-    from productcrawler.ratelimit.budget_plan import Budget
+    from productcrawler.budget.plan import Budget, BudgetGate
 
 #: Requests in flight while no budget is known: enough to learn one within a round trip,
 #: few enough that they cannot overdraw a small budget between them.
@@ -61,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 
 class BudgetPacer:
-    def __init__(self, stats: StatsCollector, gate: LocalBudgetGate | RedisBudgetGate, formats: tuple[str, ...],
+    def __init__(self, stats: StatsCollector, gate: BudgetGate, formats: tuple[str, ...],
                  cap: float, max_wait: float = math.inf) -> None:
         self.stats = stats
         self.gate = gate
@@ -78,22 +73,6 @@ class BudgetPacer:
         self._probe_done = asyncio.Event()
         self._stats_at: float = -1.0
         self.abandoned: int = 0  # requests given up unsent because the crawl stopped
-
-    @classmethod
-    def from_config(cls, stats: StatsCollector, config: CrawlConfig,
-                    stopping: Callable[[], bool] | None = None) -> BudgetPacer | None:
-        """The pacer of ``config``; its waits end once ``stopping()`` is true (watched from :meth:`start`)."""
-        if not config.rate_limit_headers:
-            return None
-        cap = config.max_requests_per_second
-        stop = StopWatch(stopping)
-        gate: LocalBudgetGate | RedisBudgetGate
-        if config.redis_url is None:
-            gate = LocalBudgetGate(stop=stop)
-        else:
-            gate = RedisBudgetGate.from_url(config.redis_url, key_prefix=config.redis_key_prefix, cap=cap,
-                                            stop=stop, max_wait=config.rate_limit_headers_max_wait)
-        return cls(stats, gate, config.rate_limit_headers, cap, config.rate_limit_headers_max_wait)
 
     def start(self) -> None:
         """The crawl runs: from now on, its stop ends the waits."""
@@ -186,4 +165,3 @@ class BudgetPacer:
         if self.probes:
             self.stats.set_value(stat_keys.BUDGET_PROBES, self.probes)
         self.record(self.budget())
-        await self.gate.close()

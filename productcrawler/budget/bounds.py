@@ -5,7 +5,7 @@ on others, under the same header names (:func:`reset_seconds`). No header may
 make the crawl wait longer than ``RATE_LIMIT_HEADERS_MAX_WAIT``: a reset or a
 window beyond it is clamped to it (:class:`BudgetBounds`, logged once per
 header with its value), and a clamped reset says nothing of the window's
-length (:mod:`.budget_reader`).
+length (:mod:`.reader`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from productcrawler.ratelimit.budget_headers import WindowBudget
+    from productcrawler.budget.headers import WindowBudget
 
 logger = logging.getLogger(__name__)
 

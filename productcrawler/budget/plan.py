@@ -24,7 +24,7 @@ wait for a reset (up to ``RATE_LIMIT_HEADERS_MAX_WAIT``) holds no number and
 no place in the sequence of requests let through.
 
 A report older than its window (for a leaky bucket, the time it takes to
-drain, at least a second) is ignored. :mod:`.redis_budget` runs the same
+drain, at least a second) is ignored. :mod:`.redis_plan` runs the same
 arithmetic in Redis (``lua/budget_claim.lua``) for instances that share a budget.
 """
 
@@ -34,10 +34,10 @@ import asyncio
 import dataclasses
 import math
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from productcrawler.ratelimit.budget_reader import SKEW, LeakyReport, Report, WindowReport
-from productcrawler.ratelimit.stop import StopWatch
+from productcrawler.budget.reader import SKEW, LeakyReport, Report, WindowReport
+from productcrawler.budget.stop import StopWatch
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -165,6 +165,28 @@ class Plan:
         return None
 
 
+class BudgetGate(Protocol):
+    """Where the plan is kept: in this process (:class:`LocalBudgetGate`), or in Redis for every instance
+    (:class:`~.redis_plan.RedisBudgetGate`).
+
+    Its waits end with :class:`~.stop.Stopping` once ``stop`` says the crawl stops.
+    """
+
+    stop: StopWatch
+
+    def known(self) -> bool:
+        """Whether a budget is known (an answer announced one, here or, shared, at another instance)."""
+
+    async def admit(self) -> int | None:
+        """Wait until the budget lets one more request go; its number (None: the shared plan failed)."""
+
+    async def report(self, report: Report) -> None:
+        """Take an answer's report into the plan."""
+
+    def budget(self, cap: float) -> Budget | None:
+        """The budget as of now, for the stats."""
+
+
 class LocalBudgetGate:
     """The plan of one process; at most ``AHEAD`` requests let through wait for their time at once.
 
@@ -203,6 +225,3 @@ class LocalBudgetGate:
 
     def budget(self, cap: float) -> Budget | None:
         return self.plan.budget(self.clock(), cap)
-
-    async def close(self) -> None:
-        return None

@@ -14,7 +14,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from productcrawler.ratelimit.budget_headers import FORMATS, BudgetHeaders, LeakyBudget
+from productcrawler.budget.headers import FORMATS, BudgetHeaders, LeakyBudget
 
 if TYPE_CHECKING:
     from scrapy.http import Response

@@ -1,7 +1,7 @@
 -- Let one request through the shared budget: number it and say when it may go.
--- The arithmetic of productcrawler/ratelimit/budget_plan.py (Plan.claim), in the server's clock.
+-- The arithmetic of productcrawler/budget/plan.py (Plan.claim), in the server's clock.
 -- KEYS[1] the budget hash. ARGV: ttl (seconds), QUOTA_MARGIN, LEVEL_MARGIN, LEAK_SAFETY,
--- PROBE_INTERVAL, RESET_MARGIN, cap (requests per second, for the pace shown), SKEW (budget_plan.level_margin),
+-- PROBE_INTERVAL, RESET_MARGIN, cap (requests per second, for the pace shown), SKEW (plan.level_margin),
 -- HOLD (seconds: a request whose time is further away is not let through, and asks again),
 -- RATE_LIMIT_HEADERS_MAX_WAIT (seconds: a budget recorded under a longer bound, by another instance or an
 -- earlier run, holds this one no longer after its answer than this).

@@ -23,10 +23,10 @@ from scrapy.exceptions import (
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
+from productcrawler.config.proxy_urls import parse_proxy_urls
 from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import DOWNLOAD_ERRORS
 from productcrawler.proxies.blame import PROXY_FAILURE_REASONS, UNCLEAR_REASONS
-from productcrawler.proxies.config import parse_proxy_urls
 from productcrawler.proxies.middleware import META_AVOID, META_PROXY, META_SUSPECT, ProxyMiddleware
 from productcrawler.proxies.outage import ProxyOutage
 from productcrawler.retry.policy import RESEND_NOW

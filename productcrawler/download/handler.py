@@ -139,7 +139,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         self._sender = crawler.signals.sender
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._addresses: dict[str, IPv4Address | IPv6Address] = {}
-        self._auth: ApiAuth | None = config.api_auth
+        self._auth: ApiAuth | None = config.api.auth
 
     async def download_request(self, request: Request) -> Response:
         if self._tls_verbose_logging or request.meta.get("bindaddress") or self._download_watched():

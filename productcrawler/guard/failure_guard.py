@@ -87,7 +87,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
 from productcrawler import signals as our_signals
-from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.config import CrawlConfig
 from productcrawler.download import META_ABANDONED
 from productcrawler.download.errors import known_reason
 from productcrawler.guard.field_drift import FieldDrift
@@ -105,7 +105,6 @@ from productcrawler.items import MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.monitoring import stat_keys
 from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
-from productcrawler.proxies.config import parse_proxy_urls
 from productcrawler.ratelimit.limited import is_rate_limited
 from productcrawler.retry.policy import RETRY_DELAY_META
 from productcrawler.run.context import crawl_context
@@ -143,19 +142,19 @@ class WholesaleFailureGuard:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        self._auth = Streak(AUTH, config.guard_auth_failures)
-        self._not_product = Streak(NOT_PRODUCT, config.guard_not_products)
-        self._not_found = Streak(NOT_FOUND, config.guard_404_streak)
-        self._no_answer = Streak(NO_ANSWER, config.guard_no_answers)
+        self._auth = Streak(AUTH, config.guard.auth_failures)
+        self._not_product = Streak(NOT_PRODUCT, config.guard.not_products)
+        self._not_found = Streak(NOT_FOUND, config.guard.not_found)
+        self._no_answer = Streak(NO_ANSWER, config.guard.no_answers)
         self._streaks = (self._auth, self._not_product, self._not_found, self._no_answer)
         self.tripped: str | None = None
         self._products = 0  # products seen in this run (a healthy start, for the message)
         self._retries_due = 0.0  # monotonic time by which every retry scheduled so far is due
         self._idle_check = LoopingCall(self._release_if_idle)
-        self._proxies = bool(parse_proxy_urls(crawler.settings.get("PROXY_URLS")))  # as the proxy middleware reads it
+        self._proxies = config.proxies is not None
         #: Holds the run's first products until they are known not to have lost a column (GUARD_FIELD_DRIFT).
         self.field_drift = (FieldDrift(crawler, config, lambda text: self.stop_for(FIELD_DRIFT, text))
-                            if config.guard_field_drift else None)
+                            if config.guard.field_drift else None)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WholesaleFailureGuard:
@@ -163,7 +162,7 @@ class WholesaleFailureGuard:
         context = crawl_context(crawler)
         if context.guard is not None:
             return context.guard
-        if not _enabled(crawler):
+        if not context.config.guard.enabled:
             raise NotConfigured
         guard = cls(crawler, context.config)
         crawler.signals.connect(guard.response_downloaded, signal=signals.response_downloaded)
@@ -228,7 +227,7 @@ class WholesaleFailureGuard:
         """An API that answered in this run must also have been silent for GUARD_NO_ANSWERS_SECONDS."""
         if streak is not self._no_answer or not self._products:
             return True
-        return monotonic() - streak.started_at >= self.config.guard_no_answers_seconds
+        return monotonic() - streak.started_at >= self.config.guard.no_answers_seconds
 
     # -- holding outcomes (item pipeline stage) ----------------------------------
 
@@ -379,10 +378,3 @@ class WholesaleFailureGuard:
         self._drop_all(f"the guard stopped the crawl ({reason})")
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=reason))
 
-
-def _enabled(crawler: Crawler) -> bool:
-    try:
-        return crawler.settings.getbool("GUARD_ENABLED", True)
-    except ValueError:
-        raise ConfigError(f"GUARD_ENABLED={crawler.settings.get('GUARD_ENABLED')!r} is not a boolean; "
-                          "expected True/False, 1/0, 'true'/'false'") from None

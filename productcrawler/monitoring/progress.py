@@ -30,7 +30,7 @@ class ProgressLog:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ProgressLog:
-        extension = cls(crawler, crawl_context(crawler).config.progress_interval)
+        extension = cls(crawler, crawl_context(crawler).config.monitoring.progress_interval)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension

@@ -49,7 +49,7 @@ class RequestTiming:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RequestTiming:
         context = crawl_context(crawler)
-        if context.config.metrics_port is None:
+        if context.config.monitoring.metrics_port is None:
             raise NotConfigured
         return cls(context.instruments.request_duration)
 

@@ -45,7 +45,7 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 
 from productcrawler import signals as our_signals
-from productcrawler.config.defaults import HEARTBEAT_INTERVAL
+from productcrawler.config.parsers import HEARTBEAT_INTERVAL
 from productcrawler.listing.meta import LISTED_ON
 from productcrawler.monitoring import stat_keys
 from productcrawler.monitoring.stats import add_seconds

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import http_sf
 
-from productcrawler.config.defaults import RATE_LIMIT_HEADER_FORMATS
+from productcrawler.config.parsers import RATE_LIMIT_HEADER_FORMATS
 from productcrawler.ratelimit.budget_bounds import BudgetBounds, reset_seconds
 
 if TYPE_CHECKING:

@@ -87,17 +87,17 @@ class BudgetPacer:
     def from_config(cls, stats: StatsCollector, config: CrawlConfig,
                     stopping: Callable[[], bool] | None = None) -> BudgetPacer | None:
         """The pacer of ``config``; its waits end once ``stopping()`` is true (watched from :meth:`start`)."""
-        if not config.rate_limit_headers:
+        if not config.budget.headers:
             return None
-        cap = config.max_requests_per_second
+        cap = config.rate.max_requests_per_second
         stop = StopWatch(stopping)
         gate: LocalBudgetGate | RedisBudgetGate
-        if config.redis_url is None:
+        if config.redis.url is None:
             gate = LocalBudgetGate(stop=stop)
         else:
-            gate = RedisBudgetGate.from_url(config.redis_url, key_prefix=config.redis_key_prefix, cap=cap,
-                                            stop=stop, max_wait=config.rate_limit_headers_max_wait)
-        return cls(stats, gate, config.rate_limit_headers, cap, config.rate_limit_headers_max_wait)
+            gate = RedisBudgetGate.from_url(config.redis.url, key_prefix=config.redis.key_prefix, cap=cap,
+                                            stop=stop, max_wait=config.budget.max_wait)
+        return cls(stats, gate, config.budget.headers, cap, config.budget.max_wait)
 
     def start(self) -> None:
         """The crawl runs: from now on, its stop ends the waits."""

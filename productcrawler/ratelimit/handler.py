@@ -43,7 +43,6 @@ from scrapy.core.downloader.handlers._aiohttp import _ClientResponse
 
 from productcrawler.download.handler import WRITE_STARTED, LeanAiohttpDownloadHandler
 from productcrawler.monitoring.request_timing import SENT_AT
-from productcrawler.ratelimit.middleware import rate_limit_enabled
 from productcrawler.run.context import crawl_context
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ class PacedDownloadMixin:
         context = crawl_context(self.crawler)
         limit = context.rate_limit
         if limit is None:
-            if not self._unpaced_logged and rate_limit_enabled(self.crawler.settings):
+            if not self._unpaced_logged and context.config.rate.enabled:
                 self._unpaced_logged = True
                 logger.error("RATE_LIMIT_ENABLED is on but RateLimitMiddleware is not in "
                              "DOWNLOADER_MIDDLEWARES: requests are sent without a rate limit")

@@ -90,14 +90,6 @@ META_GRANTED_AT = "ratelimit_granted_at"  # when the bucket granted this request
 EFFECTIVE_RATE_INTERVAL = 1.0  # seconds between updates of the effective_rate stat
 PACING_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"
 
-def rate_limit_enabled(settings: BaseSettings) -> bool:
-    try:
-        return settings.getbool("RATE_LIMIT_ENABLED", True)
-    except ValueError:
-        raise ConfigError(f"RATE_LIMIT_ENABLED={settings.get('RATE_LIMIT_ENABLED')!r} is not a "
-                          "boolean; expected True/False, 1/0, 'true'/'false'") from None
-
-
 def check_handlers(settings: BaseSettings) -> None:
     """The wait happens in the download handler: one that does not pace would send unthrottled.
 
@@ -155,21 +147,21 @@ class RateLimitMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if not rate_limit_enabled(crawler.settings):
-            raise NotConfigured
-        check_handlers(crawler.settings)
         context = crawl_context(crawler)
         config = context.config
-        rate, burst = config.max_requests_per_second, config.rate_limit_burst
+        if not config.rate.enabled:
+            raise NotConfigured
+        check_handlers(crawler.settings)
+        rate, burst = config.rate.max_requests_per_second, config.rate.burst
         limiter: RateLimiter
-        if config.redis_url is None:
+        if config.redis.url is None:
             limiter = LocalRateLimiter(TokenBucket(rate, burst))
         else:
             _check_asyncio(crawler.settings)
-            ping(config.redis_url)
-            limiter = RedisTokenBucket.from_url(config.redis_url, key_prefix=config.redis_key_prefix,
+            ping(config.redis.url)
+            limiter = RedisTokenBucket.from_url(config.redis.url, key_prefix=config.redis.key_prefix,
                                                 rate=rate, burst=burst)
-            logger.debug("Rate limit shared through %s", mask_url(config.redis_url))
+            logger.debug("Rate limit shared through %s", mask_url(config.redis.url))
         def stopping() -> bool:  # an operator's stop (SIGINT, SIGTERM), or the guard's
             return not crawler.crawling or (context.guard is not None and context.guard.tripped is not None)
 

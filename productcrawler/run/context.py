@@ -80,9 +80,9 @@ class CrawlContext:
         """The connection pool of the pipeline and the pass ledger."""
         if self._database is None:
             config = self.config
-            self._database = Database(DatabaseTarget.from_url(config.database_url), config.id_type,
-                                      tuple((c.name, c.spec) for c in config.product_columns),
-                                      config.variants.declared_spec if config.variants else ())
+            self._database = Database(DatabaseTarget.from_url(config.storage.database_url), config.ids.type,
+                                      tuple((c.name, c.spec) for c in config.answer.columns),
+                                      config.answer.variants.declared_spec if config.answer.variants else ())
             # Closed last: the pipeline flushes and the ledger settles the pass on the way out.
             self.crawler.signals.connect(self._database.close, signal=signals.engine_stopped, weak=False)
         return self._database

@@ -86,10 +86,10 @@ class StoragePipeline:
         self.stats = crawler.stats
         self.database = database
         self.crawl_pass = crawl_pass  # each row is stamped with its row_stamp
-        self.tracked = config.track_changes
-        self.batch_size = config.database_batch_size
-        self.flush_interval = config.database_flush_interval
-        self.outage_max = config.database_outage_max
+        self.tracked = config.storage.track_changes
+        self.batch_size = config.storage.batch_size
+        self.flush_interval = config.storage.flush_interval
+        self.outage_max = config.storage.outage_max
         self._pending: list[_Pending] = []
         self._pending_rows = 0
         self._writer: Deferred[None] | None = None

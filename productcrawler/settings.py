@@ -103,11 +103,10 @@ SCHEDULER = "productcrawler.passes.scheduler.PassScheduler"
 # The pass ledger hands out each id once; a fingerprint set would grow with the range.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 
-# The wholesale-failure guard (guard/failure_guard.py); its thresholds are GUARD_* in config/declared.py.
-GUARD_ENABLED = True
+# The wholesale-failure guard (guard/failure_guard.py, GUARD_ENABLED and its GUARD_* thresholds) and the
+# token bucket (ratelimit/middleware.py, RATE_LIMIT_ENABLED), the hard cap on requests sent, are on unless
+# set off: config/declared.py holds their defaults.
 
-# The token bucket (ratelimit/middleware.py) is the hard cap on requests sent.
-RATE_LIMIT_ENABLED = True
 # Concurrency is sized from the rate and the API's latency (Little's law): a
 # request waiting for its token holds a slot, so concurrency >= rate x (latency
 # + token wait); 64 sustains 500/s up to ~120 ms of latency. The API is one

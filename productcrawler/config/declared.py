@@ -58,7 +58,8 @@ class Setting:
     #: The default as the page says it.
     shown: str
     #: Filled from the environment by the add-on (part of :data:`DEFAULTS`); False for a
-    #: component's switch kept in ``settings.py`` and for settings read elsewhere.
+    #: component's switch and the process's tuning, which ``settings.py``, a spider or ``-s`` set,
+    #: and for LOG_FORMAT, which the logging set-up reads itself.
     environment: bool = True
     #: Scrapy's setting of the same meaning (the one given at the higher priority wins).
     alias: str | None = None

@@ -40,8 +40,7 @@ class Row:
 #: The page's rows, one per declared setting, in the declaration's order.
 REFERENCE: tuple[Row, ...] = tuple(Row((s.name,), s.topic, s.kind, s.meaning, s.shown) for s in SETTINGS)
 
-#: Settings on the page that the add-on does not fill in (read by Scrapy's logging set-up,
-#: or kept in settings.py as a component's switch).
+#: Settings on the page that the add-on does not fill in from the environment.
 OUTSIDE_DEFAULTS = tuple(s.name for s in SETTINGS if s.name not in DEFAULTS)
 
 _INTRO = """# Configuration

@@ -135,7 +135,7 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         super().__init__(crawler)
         config = crawl_context(crawler).config
         # Scrapy's context verifies nothing by default; the API's certificate is verified (download/tls.py).
-        self._ssl_context = api_ssl_context(self._ssl_context, config, crawler)
+        self._ssl_context = api_ssl_context(self._ssl_context, config.api, crawler)
         self._sender = crawler.signals.sender
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._addresses: dict[str, IPv4Address | IPv6Address] = {}

@@ -25,7 +25,7 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.task import LoopingCall
 
 from productcrawler import signals
-from productcrawler.config import CrawlConfig
+from productcrawler.config.sections import StorageConfig
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.monitoring import stat_keys
 from productcrawler.run.context import crawl_context
@@ -80,16 +80,16 @@ def _not_written() -> DropItem:
 
 
 class StoragePipeline:
-    def __init__(self, crawler: Crawler, database: Database, config: CrawlConfig,
+    def __init__(self, crawler: Crawler, database: Database, config: StorageConfig,
                  crawl_pass: Pass) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.database = database
         self.crawl_pass = crawl_pass  # each row is stamped with its row_stamp
-        self.tracked = config.storage.track_changes
-        self.batch_size = config.storage.batch_size
-        self.flush_interval = config.storage.flush_interval
-        self.outage_max = config.storage.outage_max
+        self.tracked = config.track_changes
+        self.batch_size = config.batch_size
+        self.flush_interval = config.flush_interval
+        self.outage_max = config.outage_max
         self._pending: list[_Pending] = []
         self._pending_rows = 0
         self._writer: Deferred[None] | None = None
@@ -102,7 +102,7 @@ class StoragePipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
         context = crawl_context(crawler)
-        return cls(crawler, context.database, context.config, context.crawl_pass)
+        return cls(crawler, context.database, context.config.storage, context.crawl_pass)
 
     async def open_spider(self) -> None:
         await self.database.ensure_schema()

@@ -120,57 +120,21 @@ class CrawlConfig:
         """
         read = Reader(settings)
         id_section = _ids(read, start_id, end_id, ids)
-        rate = RateConfig.read(read)
-        retry = RetryConfig.read(read)
-        metrics_port, metrics_address = read("METRICS_PORT"), read("METRICS_ADDRESS")
-        redis = RedisConfig.read(read)
-        api_base_url = read("API_BASE_URL")
-        api_base_url = http_url("API_BASE_URL", api_base_url)
-        refuse_credentials("API_BASE_URL", api_base_url)
-        product_urls = ProductUrl.parse(read("PRODUCT_URL"), api_base_url)
-        given = text(read("PRODUCT_URL")) is not None
-        declared = read("PRODUCT_COLUMNS")
-        try:
-            variants = parse_variant_shape(read("VARIANTS"), read("VARIANT_FIELDS"),
-                                           read("PRODUCT_PRICE_FROM_VARIANTS"), read("PRODUCT_STOCK_FROM_VARIANTS"))
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
-        trackable = (*(c.name for c in declared), *(c.name for c in (variants.declared if variants else ())))
-        list_url = None
-        if text(read("PRODUCT_LIST_URL")) is not None:
-            query = None if text(read("PRODUCT_LIST_QUERY")) is None else GraphqlQuery.parse(
-                read("PRODUCT_LIST_QUERY"), read("PRODUCT_LIST_VARIABLES"), read("LIST_CURSOR_PARAM"))
-            list_url = ListUrl.parse(http_url("PRODUCT_LIST_URL", read("PRODUCT_LIST_URL")), query)
-            refuse_credentials("PRODUCT_LIST_URL", list_url.template)
-        # As Scrapy writes request URLs (host lowercased, path percent-encoded), so that it
-        # matches the spider's requests: the base itself, or a URL below it; with a listing,
-        # what its URL and the products' have in common (the listing's next pages are beside it).
-        api_prefix = safe_url_string(product_urls.prefix if given else f"{api_base_url}/")
-        if list_url is not None:
-            api_prefix = common_prefix(safe_url_string(list_url.resolve(None)), api_prefix if given else None)
-        elif id_section.from_listing or text(read("PRODUCT_LIST_QUERY")) is not None:
-            raise ConfigError(f"{'PRODUCT_IDS=list' if id_section.from_listing else 'PRODUCT_LIST_QUERY'} needs "
-                              "the listing's URL: set PRODUCT_LIST_URL too")
-        key = api_key(read("API_KEY"), read("API_KEY_FILE"))
-        api = ApiConfig(base_url=api_base_url, key=key, timeout=read("API_TIMEOUT"), tls_verify=read("API_TLS_VERIFY"),
-                        ca_file=read("API_CA_FILE"), product_urls=product_urls, product_url_given=given,
-                        prefix=api_prefix,
-                        auth=api_auth(read("API_AUTH"), key, read("API_HEADERS"), api_prefix))
-        budget = BudgetConfig.read(read)
+        rate, retry, monitoring, redis = (RateConfig.read(read), RetryConfig.read(read), MonitoringConfig.read(read),
+                                          RedisConfig.read(read))
+        answer = _answer(read)
+        listing = ListingConfig(url=_list_url(read), removals=read("LIST_REMOVALS"),
+                                options=ListingConfig.read_options(read), incremental_lag=read("INCREMENTAL_LAG"),
+                                full_pass_every=read("FULL_PASS_EVERY"))
+        api = _api(read, listing.url, id_section.from_listing)
+        trackable = (*(c.name for c in answer.columns),
+                     *(c.name for c in (answer.variants.declared if answer.variants else ())))
         storage = StorageConfig(database_url=read("DATABASE_URL"), batch_size=read("DATABASE_BATCH_SIZE"),
                                 flush_interval=read("DATABASE_FLUSH_INTERVAL"), outage_max=read("DATABASE_OUTAGE_MAX"),
                                 track_changes=track_changes(read.raw("TRACK_CHANGES"), tuple(dict.fromkeys(trackable))))
-        monitoring = MonitoringConfig(progress_interval=read("PROGRESS_INTERVAL"), metrics_port=metrics_port,
-                                      metrics_address=metrics_address, metrics_linger=read("METRICS_LINGER"),
-                                      pushgateway_url=read("PUSHGATEWAY_URL"),
-                                      gc_gen0_threshold=read("GC_GEN0_THRESHOLD"))
-        answer = AnswerConfig(fields=read("PRODUCT_FIELDS"), columns=declared, variants=variants,
-                              keep=read("KEEP_ANSWER"), keep_max_bytes=read("KEEP_ANSWER_MAX_BYTES"))
-        guard = GuardConfig.read(read)
-        listing = ListingConfig(url=list_url, removals=read("LIST_REMOVALS"), options=ListingConfig.read_options(read),
-                                incremental_lag=read("INCREMENTAL_LAG"), full_pass_every=read("FULL_PASS_EVERY"))
-        return cls(api=api, ids=id_section, listing=listing, answer=answer, rate=rate, budget=budget, retry=retry,
-                   storage=storage, redis=redis, guard=guard, proxies=ProxyConfig.read(read), monitoring=monitoring)
+        return cls(api=api, ids=id_section, listing=listing, answer=answer, rate=rate, budget=BudgetConfig.read(read),
+                   retry=retry, storage=storage, redis=redis, guard=GuardConfig.read(read),
+                   proxies=ProxyConfig.read(read), monitoring=monitoring)
 
     def __repr__(self) -> str:
         # The dataclass's own repr would show API_KEY and the URLs' passwords
@@ -189,6 +153,49 @@ class CrawlConfig:
         shown["listing_url"] = None if self.listing.url is None else mask_url(self.listing.url.template)
         shown["api_product_urls"] = mask_url(str(self.api.product_urls))
         return f"CrawlConfig({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
+
+
+def _answer(read: Reader) -> AnswerConfig:
+    """PRODUCT_FIELDS, PRODUCT_COLUMNS, the variants' settings, KEEP_ANSWER*."""
+    columns = read("PRODUCT_COLUMNS")
+    try:
+        variants = parse_variant_shape(read("VARIANTS"), read("VARIANT_FIELDS"),
+                                       read("PRODUCT_PRICE_FROM_VARIANTS"), read("PRODUCT_STOCK_FROM_VARIANTS"))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return AnswerConfig(fields=read("PRODUCT_FIELDS"), columns=columns, variants=variants, keep=read("KEEP_ANSWER"),
+                        keep_max_bytes=read("KEEP_ANSWER_MAX_BYTES"))
+
+
+def _list_url(read: Reader) -> ListUrl | None:
+    """PRODUCT_LIST_URL, with PRODUCT_LIST_QUERY's GraphQL query; None: a pass by id."""
+    if text(read("PRODUCT_LIST_URL")) is None:
+        return None
+    query = None if text(read("PRODUCT_LIST_QUERY")) is None else GraphqlQuery.parse(
+        read("PRODUCT_LIST_QUERY"), read("PRODUCT_LIST_VARIABLES"), read("LIST_CURSOR_PARAM"))
+    list_url = ListUrl.parse(http_url("PRODUCT_LIST_URL", read("PRODUCT_LIST_URL")), query)
+    refuse_credentials("PRODUCT_LIST_URL", list_url.template)
+    return list_url
+
+
+def _api(read: Reader, list_url: ListUrl | None, ids_from_listing: bool) -> ApiConfig:
+    """API_*, PRODUCT_URL, and where the API's own URLs are (with a listing, beside it)."""
+    api_base_url = read("API_BASE_URL")
+    product_urls = ProductUrl.parse(read("PRODUCT_URL"), api_base_url)
+    given = text(read("PRODUCT_URL")) is not None
+    # As Scrapy writes request URLs (host lowercased, path percent-encoded), so that it
+    # matches the spider's requests: the base itself, or a URL below it; with a listing,
+    # what its URL and the products' have in common (the listing's next pages are beside it).
+    prefix = safe_url_string(product_urls.prefix if given else f"{api_base_url}/")
+    if list_url is not None:
+        prefix = common_prefix(safe_url_string(list_url.resolve(None)), prefix if given else None)
+    elif ids_from_listing or text(read("PRODUCT_LIST_QUERY")) is not None:
+        raise ConfigError(f"{'PRODUCT_IDS=list' if ids_from_listing else 'PRODUCT_LIST_QUERY'} needs "
+                          "the listing's URL: set PRODUCT_LIST_URL too")
+    key = api_key(read("API_KEY"), read("API_KEY_FILE"))
+    return ApiConfig(base_url=api_base_url, key=key, timeout=read("API_TIMEOUT"), tls_verify=read("API_TLS_VERIFY"),
+                     ca_file=read("API_CA_FILE"), product_urls=product_urls, product_url_given=given, prefix=prefix,
+                     auth=api_auth(read("API_AUTH"), key, read("API_HEADERS"), prefix))
 
 
 def _ids(read: Reader, start_id: Any, end_id: Any, ids: Any) -> IdsConfig:

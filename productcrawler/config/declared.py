@@ -72,7 +72,7 @@ def _listing(name: str, meaning: str, shown: str, parse: p.Parser = p.optional_t
 
 SETTINGS: tuple[Setting, ...] = (
     # -- the API
-    Setting("API_BASE_URL", SIMULATOR_BASE_URL, p.raw, "api", "URL",
+    Setting("API_BASE_URL", SIMULATOR_BASE_URL, p.api_url, "api", "URL",
             "base of the product API; the spider fetches `{API_BASE_URL}/product/{id}`",
             "`http://127.0.0.1:8931/v1` (the bundled simulator)"),
     Setting("PRODUCT_URL", None, p.raw, "api", "URL template",

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from productcrawler.answer.declared import DeclaredColumn, parse_columns
-from productcrawler.config.values import ConfigError, number, shown, text
+from productcrawler.config.values import ConfigError, http_url, number, refuse_credentials, shown, text
 
 Parser = Callable[[str, Any], Any]
 
@@ -60,6 +60,13 @@ def real(*, minimum: float | None = None, above: float | None = None, maximum: f
 def optional(parse: Parser) -> Parser:
     """``parse``, or None when the value is unset or blank."""
     return lambda name, value: None if text(value) is None else parse(name, value)
+
+
+def api_url(name: str, value: Any) -> str:
+    """An http(s) URL of the API, with no credentials in it (API_AUTH sends them)."""
+    url = http_url(name, value)
+    refuse_credentials(name, url)
+    return url
 
 
 def id_type(name: str, value: Any) -> str:

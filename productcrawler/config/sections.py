@@ -257,6 +257,12 @@ class MonitoringConfig:
     pushgateway_url: str | None
     gc_gen0_threshold: int
 
+    @classmethod
+    def read(cls, read: Reader) -> Self:
+        return cls(progress_interval=read("PROGRESS_INTERVAL"), metrics_port=read("METRICS_PORT"),
+                   metrics_address=read("METRICS_ADDRESS"), metrics_linger=read("METRICS_LINGER"),
+                   pushgateway_url=read("PUSHGATEWAY_URL"), gc_gen0_threshold=read("GC_GEN0_THRESHOLD"))
+
 
 @dataclass(frozen=True)
 class HealthPolicy:

@@ -72,11 +72,11 @@ def child(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     config = CrawlConfig.from_settings(settings)
     configured = time.perf_counter() - started
-    ids = config.id_file
+    ids = config.ids.file
     if ids is None:
         from productcrawler.ids import RangeIds
 
-        ids = RangeIds(config.start_id, config.end_id)
+        ids = RangeIds(config.ids.start_id, config.ids.end_id)
 
     async def main() -> dict[str, float]:
         client = async_redis_client(REDIS_URL)

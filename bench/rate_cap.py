@@ -60,7 +60,7 @@ def run(server: ArrivalServer, ids: int, rate: float, instances: int) -> dict[st
     accounted = count_rows(database) + count_rows(database, "crawl_failures")
     drop_database(database)
     delete_redis_prefix(prefix)
-    burst = CrawlConfig.from_settings({"MAX_REQUESTS_PER_SECOND": rate}).rate_limit_burst
+    burst = CrawlConfig.from_settings({"MAX_REQUESTS_PER_SECOND": rate}).rate.burst
     span = times[-1] - times[0]
     return {
         "instances": instances, "ids": ids, "cap": rate,

@@ -94,7 +94,7 @@ EXTENSIONS = {
 # Scrapy's retry settings, with this API's defaults (docs/retries.md): every
 # 5xx is worth another try, not only Scrapy's six; 408 and 429 too. A give-up is
 # recorded in crawl_failures and counted, so it is not an ERROR line per id.
-# RETRY_TIMES is MAX_RETRIES (config.max_retries says which wins).
+# RETRY_TIMES is MAX_RETRIES (config.retry.max_retries says which wins).
 RETRY_HTTP_CODES = [408, 429, *range(500, 600)]
 RETRY_GIVE_UP_LOG_LEVEL = "DEBUG"
 
@@ -103,11 +103,10 @@ SCHEDULER = "productcrawler.passes.scheduler.PassScheduler"
 # The pass ledger hands out each id once; a fingerprint set would grow with the range.
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"
 
-# The wholesale-failure guard (guard/failure_guard.py); its thresholds are GUARD_* in config/defaults.py.
-GUARD_ENABLED = True
+# The wholesale-failure guard (guard/failure_guard.py, GUARD_ENABLED and its GUARD_* thresholds) and the
+# token bucket (ratelimit/middleware.py, RATE_LIMIT_ENABLED), the hard cap on requests sent, are on unless
+# set off: config/declared.py holds their defaults.
 
-# The token bucket (ratelimit/middleware.py) is the hard cap on requests sent.
-RATE_LIMIT_ENABLED = True
 # Concurrency is sized from the rate and the API's latency, the per-domain limit
 # the same (docs/design-notes.md#concurrency-from-littles-law).
 CONCURRENT_REQUESTS = 64

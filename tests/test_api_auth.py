@@ -12,7 +12,7 @@ KEY = "k3y-of-this-test-5b8e2c"
 
 
 def auth(**settings: str):
-    return CrawlConfig.from_settings({"API_BASE_URL": "https://api.test/v1", **settings}).api_auth
+    return CrawlConfig.from_settings({"API_BASE_URL": "https://api.test/v1", **settings}).api.auth
 
 
 def test_no_key_and_no_headers_send_nothing():

@@ -214,7 +214,7 @@ def test_the_key_is_read_from_api_key_file_and_sent(api, mysql_url, tmp_path):
 def test_api_key_file_gives_the_key_without_its_trailing_newline(tmp_path, content, key):
     path = tmp_path / "key"
     path.write_bytes(content)
-    assert CrawlConfig.from_settings({"API_KEY_FILE": str(path)}).api_key == key
+    assert CrawlConfig.from_settings({"API_KEY_FILE": str(path)}).api.key == key
 
 
 @pytest.mark.parametrize(("content", "says"), [

@@ -126,7 +126,7 @@ def test_a_malformed_format_does_not_hide_a_good_one() -> None:
     ("x-ratelimit", ("x-ratelimit",)), ("bigcommerce", ("bigcommerce",)),
 ])
 def test_rate_limit_headers_setting(value: str, formats: tuple[str, ...]) -> None:
-    assert CrawlConfig.from_settings({"RATE_LIMIT_HEADERS": value}).rate_limit_headers == formats
+    assert CrawlConfig.from_settings({"RATE_LIMIT_HEADERS": value}).budget.headers == formats
 
 
 @pytest.mark.parametrize("value", ["on", "x-rate-limit", "ietf,shopify", "1"])

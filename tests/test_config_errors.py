@@ -236,10 +236,11 @@ def test_defaults_are_valid():
     from scrapy.settings import Settings
 
     config = CrawlConfig.from_settings(Settings())
-    assert (config.start_id, config.end_id, config.max_requests_per_second, config.max_retries) == (1, 50000, 500.0, 3)
-    assert config.database_url == "sqlite:///data/products.db" and config.redis_url is None
-    assert config.api_timeout == 30.0 and config.api_key is None
-    assert config.redis_heartbeat_ttl == 10.0
+    assert (config.ids.start_id, config.ids.end_id, config.rate.max_requests_per_second,
+            config.retry.max_retries) == (1, 50000, 500.0, 3)
+    assert config.storage.database_url == "sqlite:///data/products.db" and config.redis.url is None
+    assert config.api.timeout == 30.0 and config.api.key is None
+    assert config.redis.heartbeat_ttl == 10.0
 
 
 @pytest.mark.parametrize(("value", "message"), [
@@ -255,7 +256,7 @@ def test_a_heartbeat_ttl_not_above_the_heartbeat_interval_is_refused(value, mess
 
 
 def test_a_heartbeat_ttl_above_the_interval_is_taken_as_given():
-    assert CrawlConfig.from_settings({"REDIS_HEARTBEAT_TTL": "2.5"}).redis_heartbeat_ttl == 2.5
+    assert CrawlConfig.from_settings({"REDIS_HEARTBEAT_TTL": "2.5"}).redis.heartbeat_ttl == 2.5
 
 
 def test_a_configurations_repr_shows_no_secret():
@@ -351,7 +352,7 @@ def test_a_redis_database_that_is_not_a_whole_number_is_refused(url):
 def test_a_redis_database_that_is_a_whole_number_is_the_one_redis_py_selects(url, db):
     from redis.connection import parse_url
 
-    assert CrawlConfig.from_settings({"REDIS_URL": url}).redis_url == url
+    assert CrawlConfig.from_settings({"REDIS_URL": url}).redis.url == url
     assert parse_url(url).get("db", 0) == db
 
 

@@ -229,12 +229,12 @@ def test_crawler_environment_is_the_configuration_contract(compose: dict[str, An
     assert REQUIRED_ENV <= set(environment)
     # Interpolated with no variables set, the configuration passes the crawl's own checks.
     config = CrawlConfig.from_settings(Settings(environment))
-    assert config.database_url.startswith("mysql://") and "@mysql:3306/" in config.database_url
-    assert config.redis_url == "redis://redis:6379/0"
-    assert config.api_base_url == "http://simulator:8931/v1"
+    assert config.storage.database_url.startswith("mysql://") and "@mysql:3306/" in config.storage.database_url
+    assert config.redis.url == "redis://redis:6379/0"
+    assert config.api.base_url == "http://simulator:8931/v1"
     mysql = resolved["services"]["mysql"]["environment"]
-    assert config.database_url.endswith("/" + mysql["MYSQL_DATABASE"])
-    assert f"//{mysql['MYSQL_USER']}:{mysql['MYSQL_PASSWORD']}@" in config.database_url
+    assert config.storage.database_url.endswith("/" + mysql["MYSQL_DATABASE"])
+    assert f"//{mysql['MYSQL_USER']}:{mysql['MYSQL_PASSWORD']}@" in config.storage.database_url
 
 
 # --- the monitoring profile ----------------------------------------------------
@@ -302,8 +302,8 @@ def test_the_pushgateway_keeps_what_crawlers_push_and_prometheus_scrapes_it_with
     # Every crawler pushes there by default; set empty, the push is off (the contract accepts both).
     crawler = services["crawler"]["environment"]
     assert crawler["PUSHGATEWAY_URL"] == "http://pushgateway:9091"
-    assert CrawlConfig.from_settings(Settings(crawler)).pushgateway_url == "http://pushgateway:9091"
-    assert CrawlConfig.from_settings(Settings({**crawler, "PUSHGATEWAY_URL": ""})).pushgateway_url is None
+    assert CrawlConfig.from_settings(Settings(crawler)).monitoring.pushgateway_url == "http://pushgateway:9091"
+    assert CrawlConfig.from_settings(Settings({**crawler, "PUSHGATEWAY_URL": ""})).monitoring.pushgateway_url is None
     scrape = yaml.safe_load((ROOT / "monitoring" / "prometheus" / "prometheus.yml").read_text())
     [job] = [job for job in scrape["scrape_configs"] if job["job_name"] == "pushgateway"]
     assert job["honor_labels"] is True  # the pushed job/ids labels, not the scrape's

@@ -92,7 +92,7 @@ def test_a_bad_id_file_is_refused_naming_the_setting_the_file_and_the_line(tmp_p
 
 def test_64_characters_of_multibyte_text_are_an_id(tmp_path):
     path = write(tmp_path, "é" * 64 + "\n")  # 128 bytes, 64 characters
-    assert config(PRODUCT_IDS=f"@{path}", PRODUCT_ID_TYPE="string").id_file.ids_at([1]) == ["é" * 64]
+    assert config(PRODUCT_IDS=f"@{path}", PRODUCT_ID_TYPE="string").ids.file.ids_at([1]) == ["é" * 64]
 
 
 def test_a_missing_file_and_other_values_are_refused(tmp_path):
@@ -109,9 +109,9 @@ def test_a_missing_file_and_other_values_are_refused(tmp_path):
 
 
 def test_failed_and_64_bit_ranges_are_accepted():
-    assert config(PRODUCT_IDS="failed").failed_only
+    assert config(PRODUCT_IDS="failed").ids.failed_only
     wide = config(PRODUCT_ID_START=10**12, PRODUCT_ID_END=10**12 + 5)
-    assert (wide.start_id, wide.end_id, wide.id_file, wide.id_type) == (10**12, 10**12 + 5, None, "int")
+    assert (wide.ids.start_id, wide.ids.end_id, wide.ids.file, wide.ids.type) == (10**12, 10**12 + 5, None, "int")
     with pytest.raises(ConfigError, match="spans at most 4294967296"):
         config(PRODUCT_ID_START=1, PRODUCT_ID_END=2**33)
 

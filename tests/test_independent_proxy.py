@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from productcrawler.proxies.config import parse_proxy_urls
+from productcrawler.config.proxy_urls import parse_proxy_urls
 from tests.support.catalogue import assert_pass_complete
 from tests.support.crawls import LoggedCrawl, crawl_command, run_crawl, verifying
 from tests.support.independent_proxy import ProxyPy

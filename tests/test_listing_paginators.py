@@ -16,8 +16,10 @@ import pytest
 from scrapy.http.headers import Headers
 from w3lib.url import safe_url_string
 
+from productcrawler.config.reader import Reader
+from productcrawler.config.sections import LISTING_OPTIONS as SETTINGS
+from productcrawler.config.sections import ListingConfig
 from productcrawler.listing import (
-    SETTINGS,
     AnswerHeaders,
     CursorPaginator,
     ListAnswer,
@@ -519,7 +521,7 @@ def test_headers_from_scrapy_are_case_insensitive_strings() -> None:
 # --- Settings --------------------------------------------------------------------------------------------------------
 
 def settings(**values: str) -> ListingOptions:
-    return ListingOptions.from_settings(values.get)
+    return ListingConfig.read_options(Reader(values))
 
 
 def test_settings_are_read_by_their_names() -> None:
@@ -555,7 +557,7 @@ def test_settings_are_read_by_their_names() -> None:
 ])
 def test_every_invalid_setting_is_refused_by_name(values: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=f"^{_escaped(message)}"):
-        ListingOptions.from_settings(values.get)
+        ListingConfig.read_options(Reader(values))
 
 
 def _escaped(text: str) -> str:

@@ -156,7 +156,7 @@ def test_ids_are_leased_ahead_and_become_the_spiders_requests_in_order(make_sche
             request = scheduler.next_request()
         requests.append(request)
     assert [r.meta["product_id"] for r in requests] == list(range(1, 101))
-    assert requests[0].url == spider.config.product_url(1) and requests[0].callback == spider.parse
+    assert requests[0].url == spider.config.api.product_url(1) and requests[0].callback == spider.parse
     assert scheduler.stats.get_value("scheduler/dequeued/pass") == 100
 
 

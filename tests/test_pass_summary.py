@@ -109,9 +109,9 @@ def test_track_changes_reads_columns_all_and_none(raw, expected):
     from productcrawler.config import CrawlConfig
     from productcrawler.storage.changes import VALUE_COLUMNS
 
-    assert CrawlConfig.from_settings({"TRACK_CHANGES": raw}).track_changes == expected
-    assert CrawlConfig.from_settings({}).track_changes == ("price", "stock")
-    assert CrawlConfig.from_settings({"TRACK_CHANGES": "all"}).track_changes == VALUE_COLUMNS
+    assert CrawlConfig.from_settings({"TRACK_CHANGES": raw}).storage.track_changes == expected
+    assert CrawlConfig.from_settings({}).storage.track_changes == ("price", "stock")
+    assert CrawlConfig.from_settings({"TRACK_CHANGES": "all"}).storage.track_changes == VALUE_COLUMNS
 
 
 @pytest.mark.parametrize("raw", ["prize", "price,updated_at", ",", "all,price"])

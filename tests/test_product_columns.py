@@ -111,7 +111,7 @@ def test_declared_columns_are_stored_cleaned_by_type_and_their_changes_recorded(
 
 def test_track_changes_names_declared_columns_and_a_bad_declaration_is_refused():
     settings = {"API_BASE_URL": "http://api.test/v1", "PRODUCT_COLUMNS": DECLARED, "TRACK_CHANGES": "price,sku"}
-    assert CrawlConfig.from_settings(settings, start_id=1, end_id=2).track_changes == ("price", "sku")
+    assert CrawlConfig.from_settings(settings, start_id=1, end_id=2).storage.track_changes == ("price", "sku")
     for bad, said in (("sku:text=variants.0.sku", "type 'text' is not one of"),
                       ("sku:varchar(8)=a", "is not one of"),
                       ("price:decimal(10,2)=a", "one of the crawl's own"),

@@ -16,9 +16,9 @@ def config(**settings: str) -> CrawlConfig:
 
 
 def test_unset_it_is_the_base_url_and_product_as_before():
-    assert config().product_url(7) == "http://api.test/v1/product/7"
-    assert config(PRODUCT_URL="  ").product_url(7) == "http://api.test/v1/product/7"
-    assert config().api_prefix == "http://api.test/v1/"
+    assert config().api.product_url(7) == "http://api.test/v1/product/7"
+    assert config(PRODUCT_URL="  ").api.product_url(7) == "http://api.test/v1/product/7"
+    assert config().api.prefix == "http://api.test/v1/"
 
 
 @pytest.mark.parametrize(("template", "product_id", "url"), [
@@ -34,7 +34,7 @@ def test_unset_it_is_the_base_url_and_product_as_before():
     ("https://m.test/p/{id}", "42", "https://m.test/p/42"),
 ])
 def test_the_id_is_percent_encoded_into_the_template(template, product_id, url):
-    assert config(PRODUCT_URL=template).product_url(product_id) == url
+    assert config(PRODUCT_URL=template).api.product_url(product_id) == url
 
 
 @pytest.mark.parametrize(("template", "product_id"), [
@@ -47,9 +47,9 @@ def test_the_id_is_percent_encoded_into_the_template(template, product_id, url):
 ])
 def test_the_id_comes_back_out_of_its_url_as_given_or_as_scrapy_writes_it(template, product_id):
     made = config(PRODUCT_URL=template)
-    url = made.product_url(product_id)
-    assert made.product_id_in(url) == product_id
-    assert made.product_id_in(Request(url).url) == product_id
+    url = made.api.product_url(product_id)
+    assert made.api.product_id_in(url) == product_id
+    assert made.api.product_id_in(Request(url).url) == product_id
 
 
 @pytest.mark.parametrize("url", [
@@ -57,7 +57,7 @@ def test_the_id_comes_back_out_of_its_url_as_given_or_as_scrapy_writes_it(templa
     "https://m.test/p/7.json?x=1",
 ])
 def test_a_url_the_template_does_not_make_has_no_id(url):
-    assert config(PRODUCT_URL="https://m.test/p/{id}.json").product_id_in(url) is None
+    assert config(PRODUCT_URL="https://m.test/p/{id}.json").api.product_id_in(url) is None
 
 
 @pytest.mark.parametrize(("template", "says"), [
@@ -101,7 +101,7 @@ def test_a_template_refused_for_its_shape_shows_no_password():
     ("https://api.test?id={id}", "https://api.test/"),
 ])
 def test_the_apis_own_urls_are_those_under_the_templates_path(template, prefix):
-    assert config(PRODUCT_URL=template).api_prefix == prefix
+    assert config(PRODUCT_URL=template).api.prefix == prefix
 
 
 def test_the_spider_parses_a_template_url_by_its_id():

@@ -8,7 +8,8 @@ import pytest
 from scrapy.settings import Settings
 
 from productcrawler.config import ConfigError
-from productcrawler.proxies.config import ProxyConfig, masked, parse_proxy_urls
+from productcrawler.config.proxy_urls import masked, parse_proxy_urls
+from productcrawler.config.sections import ProxyConfig
 from tests.support.crawls import crawl_env, run_crawl
 
 SECRET = "pr0xy-pw"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 
-from productcrawler.proxies.config import parse_proxy_urls
+from productcrawler.config.proxy_urls import parse_proxy_urls
 from simulator import catalog
 from tests.support.crawls import LoggedCrawl, crawl_command, run_crawl, verifying
 from tests.support.logs import dumped_stats, log_lines

@@ -117,7 +117,7 @@ def test_every_instance_sees_a_rest_and_only_the_one_that_caused_it_is_told(redi
 def test_with_redis_away_the_pool_keeps_its_counts_rests_proxies_itself_and_says_so_once(caplog):
     from scrapy.utils.test import get_crawler
 
-    from productcrawler.proxies.config import parse_proxy_urls
+    from productcrawler.config.proxy_urls import parse_proxy_urls
     from productcrawler.proxies.pool import ProxyPool
 
     proxies = parse_proxy_urls("http://10.0.0.1:3128,http://10.0.0.2:3128")

@@ -23,6 +23,7 @@ from scrapy.exceptions import (
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
+from productcrawler.config.proxy_urls import parse_proxy_urls
 from productcrawler.download.errors import DOWNLOAD_ERRORS
 from productcrawler.meta import ABANDONED as META_ABANDONED
 from productcrawler.meta import PROXY_AVOID as META_AVOID
@@ -30,7 +31,6 @@ from productcrawler.meta import PROXY_INDEX as META_PROXY
 from productcrawler.meta import PROXY_SUSPECT as META_SUSPECT
 from productcrawler.meta import RESEND_NOW
 from productcrawler.proxies.blame import PROXY_FAILURE_REASONS, UNCLEAR_REASONS
-from productcrawler.proxies.config import parse_proxy_urls
 from productcrawler.proxies.middleware import ProxyMiddleware
 from productcrawler.proxies.outage import ProxyOutage
 

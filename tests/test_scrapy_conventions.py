@@ -10,6 +10,7 @@ import ast
 import json
 from collections import Counter
 from decimal import Decimal
+from operator import attrgetter
 
 import pytest
 from scrapy.addons import AddonManager
@@ -245,7 +246,7 @@ def test_download_timeout_given_at_the_higher_priority_wins(given, expected):
     settings = Settings()
     for name, (value, priority) in given.items():
         settings.set(name, value, priority=priority)
-    assert CrawlConfig.from_settings(settings).api_timeout == expected
+    assert CrawlConfig.from_settings(settings).api.timeout == expected
 
 
 def test_download_timeout_and_api_timeout_disagreeing_at_one_priority_are_refused():
@@ -280,14 +281,14 @@ def project_settings(cmdline=None, **scrapy_settings):
 
 
 @pytest.mark.parametrize(("pasted", "field", "expected"), [
-    ({"RETRY_TIMES": 5}, "max_retries", 5),
-    ({"DOWNLOAD_TIMEOUT": 20}, "api_timeout", 20.0),
+    ({"RETRY_TIMES": 5}, "retry.max_retries", 5),
+    ({"DOWNLOAD_TIMEOUT": 20}, "api.timeout", 20.0),
 ])
 def test_a_scrapy_setting_in_settings_py_is_honoured_when_ours_is_only_the_default(
         monkeypatch, pasted, field, expected):
     monkeypatch.delenv("MAX_RETRIES", raising=False)
     monkeypatch.delenv("API_TIMEOUT", raising=False)
-    assert getattr(CrawlConfig.from_settings(project_settings(**pasted)), field) == expected
+    assert attrgetter(field)(CrawlConfig.from_settings(project_settings(**pasted))) == expected
 
 
 def test_retry_times_in_settings_py_and_max_retries_in_the_environment_are_refused(monkeypatch):
@@ -315,7 +316,7 @@ def test_the_contract_comes_from_the_environment_then_the_default_and_s_wins(mon
     monkeypatch.setenv("PRODUCT_ID_END", " ")  # blank: unset
     settings = project_settings(cmdline={"API_TIMEOUT": "9"})
     config = CrawlConfig.from_settings(settings)
-    assert (config.max_requests_per_second, config.api_timeout, config.end_id) == (40.0, 9.0, 50_000)
+    assert (config.rate.max_requests_per_second, config.api.timeout, config.ids.end_id) == (40.0, 9.0, 50_000)
     assert settings.getpriority("MAX_REQUESTS_PER_SECOND") == SETTINGS_PRIORITIES["addon"]
     assert settings.getpriority("PRODUCT_ID_END") == SETTINGS_PRIORITIES["default"]
 
@@ -345,7 +346,7 @@ def test_scrapy_settings_shows_the_contract_as_a_crawl_has_it():
 def test_the_api_key_is_sent_to_api_base_url_only(url, sent, base):
     from scrapy import Request
 
-    auth = CrawlConfig.from_settings({"API_KEY": "k-123", "API_BASE_URL": base}).api_auth
+    auth = CrawlConfig.from_settings({"API_KEY": "k-123", "API_BASE_URL": base}).api.auth
     assert auth is not None and auth.headers == (("Authorization", "Bearer k-123"),)
     assert auth.sends_to(Request(url).url) is sent
 

@@ -59,7 +59,7 @@ class GraphqlCostBudget:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> GraphqlCostBudget:
-        listing = crawl_config(crawler).list_url
+        listing = crawl_config(crawler).listing.url
         if listing is None or listing.graphql is None:
             raise NotConfigured
         return cls()

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import http_sf
 
 from productcrawler.budget.bounds import BudgetBounds, reset_seconds
-from productcrawler.config.defaults import RATE_LIMIT_HEADER_FORMATS
+from productcrawler.config.parsers import RATE_LIMIT_HEADER_FORMATS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

@@ -51,7 +51,7 @@ class BudgetGateMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         config = crawl_config(crawler)
-        if not config.rate_limit_headers:
+        if not config.budget.headers:
             raise NotConfigured
 
         stops = crawl_stops(crawler)
@@ -59,11 +59,11 @@ class BudgetGateMiddleware:
         def stopping() -> bool:  # an operator's stop (SIGINT, SIGTERM), or the guard's
             return not crawler.crawling or stops.refusing
 
-        cap, max_wait = config.max_requests_per_second, config.rate_limit_headers_max_wait
-        client = None if config.redis_url is None else crawler_redis(crawler, config.redis_url)
-        gate = new_gate(client, Keys(config.redis_key_prefix).budget, cap=cap, stop=StopWatch(stopping),
+        cap, max_wait = config.rate.max_requests_per_second, config.budget.max_wait
+        client = None if config.redis.url is None else crawler_redis(crawler, config.redis.url)
+        gate = new_gate(client, Keys(config.redis.key_prefix).budget, cap=cap, stop=StopWatch(stopping),
                         max_wait=max_wait)
-        return cls(crawler, BudgetPacer(crawler.stats, gate, config.rate_limit_headers, cap, max_wait))
+        return cls(crawler, BudgetPacer(crawler.stats, gate, config.budget.headers, cap, max_wait))
 
     def read_answers(self) -> BudgetPacer:
         """The pacer, for the component that reads every answer for it (the rate limit): the budget is kept."""

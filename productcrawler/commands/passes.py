@@ -63,7 +63,7 @@ class Command(ScrapyCommand):
 
 
 def _read(config: CrawlConfig, count: int) -> list[PassSummary]:
-    target, connection = connect_database(config.database_url)
+    target, connection = connect_database(config.storage.database_url)
     try:
         try:
             # One more than shown: the oldest shown pass is compared with the one before it.

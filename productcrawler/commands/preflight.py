@@ -13,8 +13,7 @@ from productcrawler.config import ConfigError, CrawlConfig, mask_url
 from productcrawler.config.driver_errors import describe
 from productcrawler.ids import RangeIds
 from productcrawler.passes.redis_pass import refusal, refused
-from productcrawler.proxies.config import ProxyConfig
-from productcrawler.ratelimit.middleware import check_handlers, rate_limit_enabled
+from productcrawler.ratelimit.middleware import check_handlers
 from productcrawler.redis_connection import is_cluster, redis_client, reply_text
 from productcrawler.redis_keys import Keys
 from productcrawler.spiders.products import fresh_requested
@@ -36,14 +35,14 @@ def check(settings: BaseSettings, spider_args: dict[str, Any]) -> CrawlConfig:
     refuse_jobdir(settings)
     # Read here too, before the downloader exists: refused while the crawler is
     # built, it would leave the download handler's connections open behind it.
-    if rate_limit_enabled(settings):
+    if config.rate.enabled:
         check_handlers(settings)
-    ProxyConfig.from_settings(settings)
-    _check_database(config.database_url, config.id_type, tuple((c.name, c.spec) for c in config.product_columns),
-                    config.variants.declared_spec if config.variants else ())
-    if config.redis_url is not None:
-        _check_redis(config.redis_url)
-        if not fresh_requested(spider_args.get("fresh")) and not config.failed_only:
+    answer = config.answer
+    _check_database(config.storage.database_url, config.ids.type, tuple((c.name, c.spec) for c in answer.columns),
+                    answer.variants.declared_spec if answer.variants else ())
+    if config.redis.url is not None:
+        _check_redis(config.redis.url)
+        if not fresh_requested(spider_args.get("fresh")) and not config.ids.failed_only:
             _check_shared_pass(config)
     return config
 
@@ -113,11 +112,11 @@ def _check_redis(url: str) -> None:
 
 def _check_shared_pass(config: CrawlConfig) -> None:
     """Refuse at once an id list the running shared pass is not over (the pass's OPEN script refuses it too)."""
-    assert config.redis_url is not None
-    ids = config.id_file or RangeIds(config.start_id, config.end_id)
-    client = redis_client(config.redis_url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT)
+    assert config.redis.url is not None
+    ids = config.ids.file or RangeIds(config.ids.start_id, config.ids.end_id)
+    client = redis_client(config.redis.url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT)
     try:
-        pass_id, status, running = client.hmget(Keys(config.redis_key_prefix).passes().current,
+        pass_id, status, running = client.hmget(Keys(config.redis.key_prefix).passes().current,
                                                 ["id", "status", "ids"])
     finally:
         client.close()

@@ -37,14 +37,14 @@ class Command(ScrapyCommand):
         assert self.settings is not None
         try:
             config = CrawlConfig.from_settings(self.settings)
-            lines = _from_redis(config) if config.redis_url else _from_database(config)
+            lines = _from_redis(config) if config.redis.url else _from_database(config)
         except (ConfigError, OSError) as error:
             print(f"productcrawler: {error}", file=sys.stderr)
             self.exitcode = 2
             return
         except (RedisError, RedisClusterException) as error:
-            print(f"productcrawler: REDIS_URL={mask_url(config.redis_url)!r}: cannot reach Redis: "
-                  f"{describe(error, config.redis_url or '', tls_option='ssl_ca_certs')}", file=sys.stderr)
+            print(f"productcrawler: REDIS_URL={mask_url(config.redis.url)!r}: cannot reach Redis: "
+                  f"{describe(error, config.redis.url or '', tls_option='ssl_ca_certs')}", file=sys.stderr)
             self.exitcode = 2
             return
         print("\n".join(lines))
@@ -55,10 +55,10 @@ def _from_redis(config: CrawlConfig) -> list[str]:
 
 
 async def _read_redis(config: CrawlConfig) -> list[str]:
-    assert config.redis_url is not None
-    client = async_redis_client(config.redis_url)
+    assert config.redis.url is not None
+    client = async_redis_client(config.redis.url)
     try:
-        redis_pass = RedisPass(client, config.redis_key_prefix, None)
+        redis_pass = RedisPass(client, config.redis.key_prefix, None)
         state = await redis_pass.state()
         instances = await redis_pass.instances()
     finally:
@@ -93,7 +93,7 @@ def _id_list(descriptor: str) -> str:
 
 
 def _from_database(config: CrawlConfig) -> list[str]:
-    target, connection = connect_database(config.database_url)
+    target, connection = connect_database(config.storage.database_url)
     try:
         cursor = connection.cursor()
         try:

@@ -1,11 +1,11 @@
 """``ContractAddon``: the Scrapy add-on that fills the configuration contract into the settings.
 
-Each name of :data:`~productcrawler.config.defaults.DEFAULTS` gets the
+Each name of :data:`~productcrawler.config.declared.DEFAULTS` gets the
 environment's value at Scrapy's "addon" priority, or else its default at
 "default" priority, the one Scrapy keeps its own defaults at. ``settings.py``
 (project), a spider's ``custom_settings`` (spider), ``-s NAME=value`` and
 scrapyd's ``setting=NAME=value`` (cmdline) are all higher, so they win; and a
-priority says where a value came from, which :func:`..crawl.max_retries`
+priority says where a value came from, which :class:`~.reader.Reader`
 needs to tell a value someone gave from a default.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.settings import SETTINGS_PRIORITIES
 
-from productcrawler.config.defaults import DEFAULTS
+from productcrawler.config.declared import DEFAULTS
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -2,8 +2,7 @@
 
 Each check raises :class:`ConfigError` (a ``ValueError``) naming the setting
 and the offending value, with passwords, secret query options and ``API_KEY``
-masked. :mod:`.crawl` and ``proxies/config.py`` build their configurations
-from these.
+masked. :mod:`.declared` parses each setting with these.
 """
 
 from __future__ import annotations
@@ -48,16 +47,34 @@ def text(value: Any) -> str | None:
 TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def flag(name: str, raw: Any) -> bool:
-    """A yes-or-no setting: a bool, or one of TRUE_WORDS / FALSE_WORDS."""
+def truth(raw: Any) -> bool | None:
+    """``raw`` as a yes or a no (a bool, or one of TRUE_WORDS / FALSE_WORDS); None when it is neither."""
     if isinstance(raw, bool):
         return raw
     value = (text(raw) or "").lower()
-    if value in TRUE_WORDS:
-        return True
-    if value in FALSE_WORDS:
-        return False
-    raise ConfigError(f"{name}={raw!r}: expected true or false (1/0, yes/no, on/off)")
+    return True if value in TRUE_WORDS else False if value in FALSE_WORDS else None
+
+
+def yes_or_no(refusal: str) -> Callable[[str, Any], bool]:
+    """The parser of a yes-or-no setting: :func:`truth`, or ConfigError with ``refusal``
+    (formatted with ``name``, ``raw`` and ``shown``, the value masked)."""
+
+    def parse(name: str, raw: Any) -> bool:
+        value = truth(raw)
+        if value is None:
+            raise ConfigError(refusal.format(name=name, raw=raw, shown=shown(name, raw)))
+        return value
+
+    return parse
+
+
+# Every yes-or-no setting is read by truth(); each kind keeps the message it always had.
+#: A yes-or-no setting of the contract (LIST_REMOVALS, KEEP_ANSWER).
+flag = yes_or_no("{name}={raw!r}: expected true or false (1/0, yes/no, on/off)")
+#: A component's ``*_ENABLED`` switch, as Scrapy's own switches are written.
+switch = yes_or_no("{name}={raw!r} is not a boolean; expected True/False, 1/0, 'true'/'false'")
+#: API_TLS_VERIFY.
+boolean = yes_or_no("{name}={shown} is not a boolean; expected true or false")
 
 
 def mask_url(url: str | None) -> str | None:
@@ -240,21 +257,6 @@ def number(name: str, raw: Any, kind: Callable[[Any], Any], *, minimum: float | 
     if maximum is not None and value > maximum:
         raise ConfigError(f"{name}={shown(name, raw)} must be at most {_bound(maximum)}")
     return value
-
-
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-
-
-def boolean(name: str, raw: Any) -> bool:
-    """``raw`` as a boolean (``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off``), or ``ConfigError``."""
-    if isinstance(raw, bool):
-        return raw
-    value = str(raw).strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ConfigError(f"{name}={shown(name, raw)} is not a boolean; expected true or false")
 
 
 def _bound(value: float) -> str:

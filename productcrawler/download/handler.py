@@ -132,11 +132,11 @@ class LeanAiohttpDownloadHandler(AiohttpDownloadHandler):
         super().__init__(crawler)
         config = crawl_config(crawler)
         # Scrapy's context verifies nothing by default; the API's certificate is verified (download/tls.py).
-        self._ssl_context = api_ssl_context(self._ssl_context, config, crawler)
+        self._ssl_context = api_ssl_context(self._ssl_context, config.api, crawler)
         self._sender = crawler.signals.sender
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._addresses: dict[str, IPv4Address | IPv6Address] = {}
-        self._auth: ApiAuth | None = config.api_auth
+        self._auth: ApiAuth | None = config.api.auth
 
     async def download_request(self, request: Request) -> Response:
         if self._tls_verbose_logging or request.meta.get("bindaddress") or self._download_watched():

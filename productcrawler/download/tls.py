@@ -27,7 +27,7 @@ import aiohttp
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from productcrawler.config import CrawlConfig
+    from productcrawler.config.sections import ApiConfig
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +35,9 @@ logger = logging.getLogger(__name__)
 _WARNED: weakref.WeakSet[Crawler] = weakref.WeakSet()
 
 
-def api_ssl_context(context: ssl.SSLContext, config: CrawlConfig, crawler: Crawler) -> ssl.SSLContext:
+def api_ssl_context(context: ssl.SSLContext, config: ApiConfig, crawler: Crawler) -> ssl.SSLContext:
     """Scrapy's ``context``, verifying certificates as ``config`` says (it is changed in place and returned)."""
-    if not config.api_tls_verify:
+    if not config.tls_verify:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
         if crawler in _WARNED:
@@ -47,13 +47,13 @@ def api_ssl_context(context: ssl.SSLContext, config: CrawlConfig, crawler: Crawl
             "API_TLS_VERIFY is false: the API's TLS certificate is NOT verified%s. Anyone on the way to the "
             "API, a proxy of PROXY_URLS included, can read the API key and answer in the API's name, and "
             "what it answers is stored. Use this in a lab only; trust a private CA with API_CA_FILE instead.",
-            f" (API_CA_FILE={config.api_ca_file!r} is not used)" if config.api_ca_file else "")
+            f" (API_CA_FILE={config.ca_file!r} is not used)" if config.ca_file else "")
         return context
     context.verify_mode = ssl.CERT_REQUIRED
     context.check_hostname = True
     context.load_default_certs()  # the system's CAs, or SSL_CERT_FILE / SSL_CERT_DIR
-    if config.api_ca_file:
-        context.load_verify_locations(cafile=config.api_ca_file)
+    if config.ca_file:
+        context.load_verify_locations(cafile=config.ca_file)
     return context
 
 

@@ -90,7 +90,7 @@ from twisted.internet.task import LoopingCall
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
 from productcrawler.budget.limited import is_rate_limited
-from productcrawler.config import ConfigError, CrawlConfig
+from productcrawler.config import CrawlConfig
 from productcrawler.config.crawler import crawl_config
 from productcrawler.download.errors import known_reason
 from productcrawler.download.stops import crawl_stops
@@ -111,7 +111,6 @@ from productcrawler.meta import (
 from productcrawler.per_crawler import PerCrawler
 from productcrawler.proxies import GATEWAY_STATUSES
 from productcrawler.proxies.blame import no_answer_from_the_api, resent_through_another_proxy
-from productcrawler.proxies.config import parse_proxy_urls
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -138,19 +137,19 @@ class WholesaleFailureGuard:
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        self._auth = Streak(AUTH, config.guard_auth_failures)
-        self._not_product = Streak(NOT_PRODUCT, config.guard_not_products)
-        self._not_found = Streak(NOT_FOUND, config.guard_404_streak)
-        self._no_answer = Streak(NO_ANSWER, config.guard_no_answers)
+        self._auth = Streak(AUTH, config.guard.auth_failures)
+        self._not_product = Streak(NOT_PRODUCT, config.guard.not_products)
+        self._not_found = Streak(NOT_FOUND, config.guard.not_found)
+        self._no_answer = Streak(NO_ANSWER, config.guard.no_answers)
         self._streaks = (self._auth, self._not_product, self._not_found, self._no_answer)
         self.tripped: str | None = None
         self._products = 0  # products seen in this run (a healthy start, for the message)
         self._retries_due = 0.0  # monotonic time by which every retry scheduled so far is due
         self._idle_check = LoopingCall(self._release_if_idle)
-        self._proxies = bool(parse_proxy_urls(crawler.settings.get("PROXY_URLS")))  # as the proxy middleware reads it
+        self._proxies = config.proxies is not None
         #: Holds the run's first products until they are known not to have lost a column (GUARD_FIELD_DRIFT).
         self.field_drift = (FieldDrift(crawler, config, lambda text: self.stop_for(FIELD_DRIFT, text))
-                            if config.guard_field_drift else None)
+                            if config.guard.field_drift else None)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WholesaleFailureGuard:
@@ -210,7 +209,7 @@ class WholesaleFailureGuard:
         """An API that answered in this run must also have been silent for GUARD_NO_ANSWERS_SECONDS."""
         if streak is not self._no_answer or not self._products:
             return True
-        return monotonic() - streak.started_at >= self.config.guard_no_answers_seconds
+        return monotonic() - streak.started_at >= self.config.guard.no_answers_seconds
 
     # -- holding outcomes (item pipeline stage) ----------------------------------
 
@@ -348,9 +347,10 @@ class WholesaleFailureGuard:
 
 
 def _build(crawler: Crawler) -> WholesaleFailureGuard:
-    if not _enabled(crawler):
+    config = crawl_config(crawler)
+    if not config.guard.enabled:
         raise NotConfigured
-    guard = WholesaleFailureGuard(crawler, crawl_config(crawler))
+    guard = WholesaleFailureGuard(crawler, config)
     crawler.signals.connect(guard.response_downloaded, signal=signals.response_downloaded)
     crawler.signals.connect(guard.bad_response, signal=our_signals.bad_response)
     crawler.signals.connect(guard.no_answer, signal=our_signals.no_answer)
@@ -364,10 +364,3 @@ def _build(crawler: Crawler) -> WholesaleFailureGuard:
 #: The crawler's one guard, built by whichever of the extension and the pipeline Scrapy builds first.
 _GUARD: PerCrawler[WholesaleFailureGuard] = PerCrawler("guard", _build)
 
-
-def _enabled(crawler: Crawler) -> bool:
-    try:
-        return crawler.settings.getbool("GUARD_ENABLED", True)
-    except ValueError:
-        raise ConfigError(f"GUARD_ENABLED={crawler.settings.get('GUARD_ENABLED')!r} is not a boolean; "
-                          "expected True/False, 1/0, 'true'/'false'") from None

@@ -46,7 +46,7 @@ from twisted.internet.defer import Deferred
 
 from productcrawler import stat_keys
 from productcrawler.answer.cleaning import product_keys
-from productcrawler.config.crawl import FIELD_DRIFT_MIN_SAMPLE
+from productcrawler.config.declared import FIELD_DRIFT_MIN_SAMPLE
 from productcrawler.passes.summary import passes_summary
 from productcrawler.storage.crawler import crawl_database
 
@@ -88,10 +88,10 @@ class FieldDrift:
     def __init__(self, crawler: Crawler, config: CrawlConfig, stop: Callable[[str], None]) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
-        self.sample_size = config.guard_field_drift
-        self.shape = config.product_fields
+        self.sample_size = config.guard.field_drift
+        self.shape = config.answer.fields
         #: The columns a baseline may show: the article's optional ones and the declared (PRODUCT_COLUMNS).
-        self.columns = (*OPTIONAL_COLUMNS, *(column.name for column in config.product_columns))
+        self.columns = (*OPTIONAL_COLUMNS, *(column.name for column in config.answer.columns))
         self._stop = stop  # the guard's: stop the crawl with this diagnosis
         #: True until the check is decided: the spider reports each product answer's keys meanwhile.
         self.sampling = True

@@ -45,7 +45,7 @@ def diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: bo
 def _diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: bool, now: float) -> str:
     count = streak.length
     if streak.kind == AUTH:
-        key = "set" if config.api_key else "not set"
+        key = "set" if config.api.key else "not set"
         if products:
             return (f"{count} answers in a row were HTTP 401/403 (last: {streak.last} for {streak.url}) "
                     f"after {products} products in this run: the API key was refused, "
@@ -57,7 +57,7 @@ def _diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: b
         keys = ", ".join(error.keys) if error.keys else "none"
         return (f"{count} answers in a row were 200s without a product (last: {error}; keys found: "
                 f"{keys}; URL {streak.url}); check PRODUCT_FIELDS "
-                f"({config.product_fields.describe()}) against one answer of the API")
+                f"({config.answer.fields.describe()}) against one answer of the API")
     if streak.kind == NO_ANSWER:
         error = streak.last
         last = exception_detail(error)
@@ -69,10 +69,10 @@ def _diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: b
         elif known_reason(error) is None:  # not a download error: raised by one of our components
             check = "check DOWNLOAD_HANDLERS and DOWNLOADER_MIDDLEWARES: the last error is not a download error"
         else:
-            check = f"check {config.product_url_setting}{also} and that the API is reachable"
+            check = f"check {config.api.product_url_setting}{also} and that the API is reachable"
         return f"{seen}: {count} ids in a row ended with no answer (last: {last} for {streak.url}); {check}"
     return (f"{count} answers were HTTP 404 with no product in between, which the API's usual "
-            f"share of missing ids cannot explain; check {config.product_url_setting}: "
+            f"share of missing ids cannot explain; check {config.api.product_url_setting}: "
             f"one URL requested was {streak.url} (if the range really has a gap this long, raise GUARD_404_STREAK)")
 
 
@@ -81,5 +81,5 @@ def certificate_diagnosis(error: BaseException, url: str, config: CrawlConfig, *
     through = (" If only the proxies' tunnels fail, a proxy of PROXY_URLS answers them with a certificate of its "
                "own (TLS interception): it could read the key, so it cannot carry this crawl." if proxies else "")
     return mask_credentials(
-        f"the API's TLS certificate was refused for {url} ({error}). Check that {config.product_url_setting} "
+        f"the API's TLS certificate was refused for {url} ({error}). Check that {config.api.product_url_setting} "
         f"names the API's host; a private CA is trusted with API_CA_FILE (or SSL_CERT_FILE).{through}")

@@ -10,11 +10,10 @@ the numbered styles also build any page's URL (``page_url``) from the total.
 from productcrawler.listing.answer import AnswerHeaders, ListAnswer, ListingError, find_products
 from productcrawler.listing.detect import detect, paginator_for
 from productcrawler.listing.numbered import OffsetPaginator, PageNumberPaginator
-from productcrawler.listing.options import SETTINGS, STYLES, ListingOptions
+from productcrawler.listing.options import STYLES, ListingOptions
 from productcrawler.listing.paginators import CursorPaginator, LinkHeaderPaginator, NextUrlPaginator, Paginator
 
 __all__ = [
-    "SETTINGS",
     "STYLES",
     "AnswerHeaders",
     "CursorPaginator",

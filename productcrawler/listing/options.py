@@ -1,4 +1,4 @@
-"""The listing settings (``LIST_*``): their meaning and default, parsed and checked into ``ListingOptions``.
+"""The listing settings (``LIST_*``) checked, as ``ListingOptions`` (declared in productcrawler/config/declared.py).
 
 Every value is checked when the options are built: a bad one is a
 ``ListingError`` (a ``ValueError``) naming the setting, the value and what is allowed.
@@ -7,9 +7,7 @@ Every value is checked when the options are built: a bad one is a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 from productcrawler.listing.answer import ListingError, split_path
 from productcrawler.listing.clues import Total, says_pages
@@ -22,34 +20,6 @@ OFFSET_PARAMS = ("offset", "skip", "start")
 LIMIT_PARAMS = ("limit", "per_page", "pageSize", "page_size", "searchCriteria[pageSize]", "size", "count")
 _PARAM = re.compile(r"[^\s&=#?]+")
 _HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-
-#: Each setting's one-line description and default (for the configuration reference).
-SETTINGS: dict[str, tuple[str, str]] = {
-    "LIST_PAGINATION": ("how the listing pages: `auto` (recognised from the first answer), `link_header`, "
-                        "`next_url`, `cursor`, `page_number` or `offset`", "`auto`"),
-    "LIST_PRODUCTS": ("dotted path of the list of products in a listing answer (`products`, `data`, "
-                      "`result.products`)", "found: the answer itself when it is an array, else the first list "
-                      "of objects under `products`, `data`, `items`, `results`, `records`, `entries`, then any key"),
-    "LIST_NEXT": ("dotted body path of the next page's URL (`next_url`: `meta.pagination.links.next`) or of the "
-                  "next cursor (`cursor`: `nextCursorMark`)", "found: `next`, `links.next`, `next_page_url`, "
-                  "… or `next_cursor`, `nextCursor`, `nextCursorMark`, …"),
-    "LIST_CURSOR_PARAM": ("the query parameter the cursor is sent back in (`cursorMark`, `page_info`, `cursor`)",
-                          "the parameter of the listing URL whose value is `*`, else one named after the "
-                          "cursor's key, else `cursor`"),
-    "LIST_PAGE_PARAM": ("the page number's query parameter (Magento: `searchCriteria[currentPage]`)",
-                        "`page` (detection also recognises " + ", ".join(f"`{p}`" for p in PAGE_PARAMS[1:]) + ")"),
-    "LIST_OFFSET_PARAM": ("the offset's query parameter (DummyJSON: `skip`)",
-                          "`offset` (detection also recognises `skip`, `start`)"),
-    "LIST_LIMIT_PARAM": ("the page size's query parameter (`limit`, `per_page`, `pageSize`, "
-                         "`searchCriteria[pageSize]`)", "found among " + ", ".join(f"`{p}`" for p in LIMIT_PARAMS)),
-    "LIST_TOTAL": ("where the total is: `header:NAME` (`header:X-WP-TotalPages`) or `body:PATH` "
-                   "(`body:meta.pagination.total_pages`, `body:total_count`)",
-                   "found: `X-WP-TotalPages`, `X-Total-Count`, … or `total_pages`, `totalPages`, `total_count`, "
-                   "`total`, …"),
-    "LIST_TOTAL_COUNTS": ("what `LIST_TOTAL` counts: `pages` or `items` (Magento's `total_count` counts items: "
-                          "pages = total ÷ page size, rounded up)", "`auto`: pages when its name says page, "
-                          "else items"),
-}
 
 
 def _param(name: str, value: str) -> str:
@@ -79,17 +49,6 @@ class ListingOptions:
     limit_param: str | None = None
     total: str | None = None
     total_counts: str = "auto"
-
-    @classmethod
-    def from_settings(cls, get: Callable[[str], Any]) -> ListingOptions:
-        """Options from a getter of raw setting values (``settings.get``); empty means unset."""
-        values: dict[str, Any] = {}
-        for field in fields(cls):
-            raw = get(f"LIST_{field.name.upper()}")
-            text = None if raw is None else str(raw).strip()
-            if text:
-                values[field.name] = text.lower() if field.name in ("pagination", "total_counts") else text
-        return cls(**values)
 
     def __post_init__(self) -> None:
         if self.pagination not in ("auto", *STYLES):

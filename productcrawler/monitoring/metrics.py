@@ -140,7 +140,7 @@ class CrawlStatsCollector:
                     float(getattr(self._rate_limit, "waiting", 0)))
         yield _gauge("ratelimit_cap_requests_per_second",
                     "MAX_REQUESTS_PER_SECOND: the cap shared by every instance of the pass.",
-                    self.config.max_requests_per_second)
+                    self.config.rate.max_requests_per_second)
 
         rows = CounterMetricFamily(f"{NAMESPACE}_database_rows_written", "Rows committed, by table.",
                                    labels=["table"])
@@ -151,7 +151,7 @@ class CrawlStatsCollector:
                        count(stat_keys.DB_WRITE_ERRORS))
         yield _gauge("database_up", "0 while the database is unreachable (writes held and retried), else 1.",
                     1.0 - count(stat_keys.DB_OUTAGE))
-        if self.config.redis_url is not None:
+        if self.config.redis.url is not None:
             yield _counter("redis_errors", "Calls of the shared scheduler to Redis that failed.",
                            count(stat_keys.REDIS_ERRORS))
             yield _gauge("redis_up", "0 while Redis is unreachable (calls retried), else 1.",
@@ -191,9 +191,9 @@ class PrometheusMetrics:
         instruments = crawl_instruments(crawler)
         self.registry.register(instruments.request_duration)
         self.registry.register(instruments.database_batch_duration)
-        if config.redis_url is not None:
+        if config.redis.url is not None:
             self.registry.register(instruments.redis_call_duration)
-        self.linger = config.metrics_linger
+        self.linger = config.monitoring.metrics_linger
         self.port = port
         self.address = address
         self._server: WSGIServer | None = None
@@ -202,9 +202,9 @@ class PrometheusMetrics:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PrometheusMetrics:
         config = crawl_config(crawler)
-        if config.metrics_port is None:
+        if config.monitoring.metrics_port is None:
             raise NotConfigured
-        extension = cls(crawler, config, config.metrics_port, config.metrics_address)
+        extension = cls(crawler, config, config.monitoring.metrics_port, config.monitoring.metrics_address)
         # Started here, not at spider_opened: a port that is taken must stop
         # the crawl before it starts, not be logged and ignored by a signal.
         extension.start()

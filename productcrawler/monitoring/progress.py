@@ -31,7 +31,7 @@ class ProgressLog:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ProgressLog:
-        extension = cls(crawler, crawl_config(crawler).progress_interval)
+        extension = cls(crawler, crawl_config(crawler).monitoring.progress_interval)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension

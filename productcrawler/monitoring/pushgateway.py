@@ -80,18 +80,18 @@ _PASS_COUNTS = ("stored", "missing", "failed", "changed", "removed")
 
 class PushgatewayPush:
     def __init__(self, crawler: Crawler, config: CrawlConfig) -> None:
-        assert config.pushgateway_url is not None
+        assert config.monitoring.pushgateway_url is not None
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        self.url, self.handler = _url_and_handler(config.pushgateway_url)
-        self.grouping_key = {"spider": "products", "ids": f"{config.start_id}-{config.end_id}"}
+        self.url, self.handler = _url_and_handler(config.monitoring.pushgateway_url)
+        self.grouping_key = {"spider": "products", "ids": f"{config.ids.start_id}-{config.ids.end_id}"}
         self._started = time.monotonic()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PushgatewayPush:
         config = crawl_config(crawler)
-        if config.pushgateway_url is None:
+        if config.monitoring.pushgateway_url is None:
             raise NotConfigured
         push = cls(crawler, config)
         crawler.signals.connect(push.spider_opened, signal=signals.spider_opened)
@@ -117,10 +117,10 @@ class PushgatewayPush:
         except Exception as error:  # noqa: BLE001 - whatever it is, the crawl's outcome stands
             self.stats.set_value(stat_keys.PUSHGATEWAY_FAILED, 1)
             logger.warning("Could not push the run's summary to the Pushgateway at %s: %s",
-                           mask_url(self.config.pushgateway_url), error)
+                           mask_url(self.config.monitoring.pushgateway_url), error)
             return
         logger.info("Pushed the run's summary to the Pushgateway at %s (exit status %d)",
-                    mask_url(self.config.pushgateway_url), status)
+                    mask_url(self.config.monitoring.pushgateway_url), status)
 
     def registry(self, reason: str, status: int, complete: list[PassSummary]) -> CollectorRegistry:
         """The series of one push, on a registry of their own (never the process's default one)."""

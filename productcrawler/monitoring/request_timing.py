@@ -48,7 +48,7 @@ class RequestTiming:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RequestTiming:
-        if crawl_config(crawler).metrics_port is None:
+        if crawl_config(crawler).monitoring.metrics_port is None:
             raise NotConfigured
         return cls(crawl_instruments(crawler).request_duration)
 

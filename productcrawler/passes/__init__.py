@@ -34,21 +34,21 @@ if TYPE_CHECKING:
 def new_pass(config: CrawlConfig, database: Database, crawler: Crawler) -> Pass:
     """The pass ``config`` asks for: in ``database``, or in Redis (which records its outcomes in ``database``);
     over the ids, or over a listing's pages (PRODUCT_LIST_URL)."""
-    if config.list_url is not None:
-        if config.redis_url is None:
+    if config.listing.url is not None:
+        if config.redis.url is None:
             return ListingPass(database, config)
-        return RedisListingPass(crawler_redis(crawler, config.redis_url), config.redis_key_prefix, config,
-                                SharedPassRecord(database, tracking=bool(config.track_changes)))
-    if config.redis_url is None:
+        return RedisListingPass(crawler_redis(crawler, config.redis.url), config.redis.key_prefix, config,
+                                SharedPassRecord(database, tracking=bool(config.storage.track_changes)))
+    if config.redis.url is None:
         return DatabasePass(database, config)
     read_failed = None
-    if config.failed_only:
+    if config.ids.failed_only:
 
         async def read_failed() -> FailedIds:
             await database.ensure_schema()
-            return await maybe_deferred_to_future(database.run(failed_snapshot, config.id_type))
+            return await maybe_deferred_to_future(database.run(failed_snapshot, config.ids.type))
 
-    ids = None if config.failed_only else (config.id_file or RangeIds(config.start_id, config.end_id))
-    record = SharedPassRecord(database, tracking=bool(config.track_changes))
-    return RedisPass(crawler_redis(crawler, config.redis_url), config.redis_key_prefix, ids,
-                     heartbeat_ttl=config.redis_heartbeat_ttl, read_failed=read_failed, record=record)
+    ids = None if config.ids.failed_only else (config.ids.file or RangeIds(config.ids.start_id, config.ids.end_id))
+    record = SharedPassRecord(database, tracking=bool(config.storage.track_changes))
+    return RedisPass(crawler_redis(crawler, config.redis.url), config.redis.key_prefix, ids,
+                     heartbeat_ttl=config.redis.heartbeat_ttl, read_failed=read_failed, record=record)

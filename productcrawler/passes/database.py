@@ -45,9 +45,9 @@ class DatabasePass(OneProcessPass):
     def __init__(self, database: Database, config: CrawlConfig) -> None:
         super().__init__(database)
         self.config = config
-        self.ids: IdFile | RangeIds = config.id_file or RangeIds(config.start_id, config.end_id)
-        self.total = 0 if config.failed_only else self.ids.total
-        self.tracking = bool(config.track_changes)
+        self.ids: IdFile | RangeIds = config.ids.file or RangeIds(config.ids.start_id, config.ids.end_id)
+        self.total = 0 if config.ids.failed_only else self.ids.total
+        self.tracking = bool(config.storage.track_changes)
         self.failed: FailedIds | None = None  # ids=failed: the ids read at open
         self.done_at_start = 0
         # Bit p-1 set: position p done. Resumed passes, and every pass over a file: a file's
@@ -59,8 +59,8 @@ class DatabasePass(OneProcessPass):
     async def open(self, *, fresh: bool) -> str:
         await self.database.ensure_schema()
         source_pass = None
-        if self.config.failed_only:
-            self.failed = failed = await self._run(failed_snapshot, self.config.id_type)
+        if self.config.ids.failed_only:
+            self.failed = failed = await self._run(failed_snapshot, self.config.ids.type)
             if failed.ids is None:
                 return failed.nothing_to_fetch()
             self.ids, self.total, source_pass = failed.ids, failed.ids.total, failed.source_pass

@@ -69,11 +69,11 @@ class ListingPages:
 
 class ListingPass(OneProcessPass):
     def __init__(self, database: Database, config: CrawlConfig) -> None:
-        assert config.list_url is not None
+        assert config.listing.url is not None
         super().__init__(database)
         self.config = config
-        self.ids = ListingPages(config.list_url)
-        self.tracking = bool(config.track_changes)
+        self.ids = ListingPages(config.listing.url)
+        self.tracking = bool(config.storage.track_changes)
         self.done_at_start = 0
         self._done: set[int] = set()
         self._waiting: list[int] = []  # known pages never handed out, a heap
@@ -85,8 +85,9 @@ class ListingPass(OneProcessPass):
 
     async def open(self, *, fresh: bool) -> str:
         await self.database.ensure_schema()
-        self.info = info = await self._run(open_listing_pass, self.config.list_url, fresh=fresh, now=utcnow(),
-                                           lag=self.config.incremental_lag, full_every=self.config.full_pass_every)
+        listing = self.config.listing
+        self.info = info = await self._run(open_listing_pass, listing.url, fresh=fresh, now=utcnow(),
+                                           lag=listing.incremental_lag, full_every=listing.full_pass_every)
         for page, url, done in await self._run(known_pages, info.pass_id):
             self.ids.urls[page] = url
             if done:
@@ -132,7 +133,7 @@ class ListingPass(OneProcessPass):
                         "the next run resumes it", self.info.pass_id, len(self._done), self.total, reason)
             return False
         await self._run(finish_with_summary, self.info.pass_id, None, None, utcnow(), tracking=self.tracking,
-                        listing_removals=self.config.list_removals, declared=self.database.declared_names)
+                        listing_removals=self.config.listing.removals, declared=self.database.declared_names)
         return True
 
 

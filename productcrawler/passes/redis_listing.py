@@ -35,20 +35,21 @@ class RedisListingPass(RedisPass):
     extra_keys = ("pages",)
 
     def __init__(self, client: AsyncClient, prefix: str, config: CrawlConfig, record: SharedPassRecord) -> None:
-        assert config.list_url is not None
-        self.url = config.list_url
+        assert config.listing.url is not None
+        self.url = config.listing.url
         self.config = config
-        self.pages = ListingPages(config.list_url)
-        super().__init__(client, prefix, self.pages, heartbeat_ttl=config.redis_heartbeat_ttl, record=record)
+        self.pages = ListingPages(config.listing.url)
+        super().__init__(client, prefix, self.pages, heartbeat_ttl=config.redis.heartbeat_ttl, record=record)
         self.shared_record = record
-        self.listing_removals = config.list_removals
+        self.listing_removals = config.listing.removals
         self._reveal = client.register_script(redis_scripts.LISTING_REVEAL)
 
     async def open(self, *, fresh: bool) -> str:
         database = self.shared_record.database
         await database.ensure_schema()
         since = await maybe_deferred_to_future(database.run(
-            listing_since, self.url, utcnow(), self.config.incremental_lag, self.config.full_pass_every))
+            listing_since, self.url, utcnow(), self.config.listing.incremental_lag,
+            self.config.listing.full_pass_every))
         self.pages.urls[1] = self.url.first_locator(since)  # for the opening line; the pass's own is read below
         line = await super().open(fresh=fresh)
         if await self.client.hsetnx(self.key("pages"), "1", self.pages.urls[1]):

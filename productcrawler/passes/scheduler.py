@@ -46,7 +46,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from productcrawler import signals as our_signals
 from productcrawler import stat_keys
-from productcrawler.config.defaults import HEARTBEAT_INTERVAL
+from productcrawler.config.parsers import HEARTBEAT_INTERVAL
 from productcrawler.instruments import crawl_instruments
 from productcrawler.meta import (
     LISTED_ON,

@@ -20,25 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCORE_MAX = 100.0
+from productcrawler.config.sections import SCORE_MAX, HealthPolicy
 
-
-@dataclass(frozen=True)
-class HealthPolicy:
-    success: float
-    failure: float
-    minimum: float
-    rest_base: float
-    rest_max: float
-
-    def rest_seconds(self, rests: int, draw: float) -> float:
-        """Length of the ``rests``-th rest in a row; ``draw`` is uniform in [0, 1)."""
-        try:
-            ceiling = min(self.rest_max, self.rest_base * 2.0 ** max(0, rests - 1))
-        except OverflowError:
-            ceiling = self.rest_max
-        return ceiling / 2 + draw * ceiling / 2
-
+__all__ = ["SCORE_MAX", "HealthPolicy", "ProxyHealth"]
 
 @dataclass
 class ProxyHealth:

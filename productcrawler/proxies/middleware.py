@@ -68,7 +68,6 @@ from productcrawler.proxies.blame import (
     UNCLEAR_STATUSES,
 )
 from productcrawler.proxies.books import SYNC_INTERVAL, LocalHealthBook
-from productcrawler.proxies.config import ProxyConfig
 from productcrawler.proxies.outage import ProxyOutage
 from productcrawler.proxies.pool import ProxyPool, stat
 from productcrawler.ratelimit import new_limiter
@@ -84,15 +83,16 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
+    from productcrawler.config.proxy_urls import Proxy
+    from productcrawler.config.sections import GuardConfig, ProxyConfig
     from productcrawler.proxies.books import HealthBook
-    from productcrawler.proxies.config import Proxy
     from productcrawler.ratelimit.bucket import RateLimiter
 
 logger = logging.getLogger(__name__)
 
 
 class ProxyMiddleware:
-    def __init__(self, crawler: Crawler, config: ProxyConfig, book: HealthBook,
+    def __init__(self, crawler: Crawler, config: ProxyConfig, guard: GuardConfig, book: HealthBook,
                  limiters: list[RateLimiter] | None = None) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
@@ -106,20 +106,18 @@ class ProxyMiddleware:
         self._answered = False  # any answer but a 407 through any proxy, in this run
         self._stopping = False  # this middleware stopped the crawl: waiters give up
         self.stops = crawl_stops(crawler)
-        crawl = crawl_config(crawler)
-        self.outage = ProxyOutage(config.proxies, enabled=crawl.guard_no_answers > 0,
-                                  seconds=crawl.guard_no_answers_seconds)
+        self.outage = ProxyOutage(config.proxies, enabled=guard.no_answers > 0, seconds=guard.no_answers_seconds)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = ProxyConfig.from_settings(crawler.settings)
+        crawl = crawl_config(crawler)
+        config = crawl.proxies
         if config is None:
             raise NotConfigured
-        crawl = crawl_config(crawler)
-        client = None if crawl.redis_url is None else crawler_redis(crawler, crawl.redis_url)
-        keys = Keys(crawl.redis_key_prefix)
+        client = None if crawl.redis.url is None else crawler_redis(crawler, crawl.redis.url)
+        keys = Keys(crawl.redis.key_prefix)
         book = new_book(client, keys.proxy_health, [p.key for p in config.proxies], config.policy)
         limiters: list[RateLimiter] | None = None
         rate = config.max_requests_per_second
@@ -128,9 +126,9 @@ class ProxyMiddleware:
             limiters = [new_limiter(client, keys.proxy_bucket(p.key), rate, burst) for p in config.proxies]
         logger.info("Proxy pool: %d proxies (%s), health %s%s", len(config.proxies),
                     ", ".join(p.label for p in config.proxies),
-                    book if client is None else f"shared through Redis at {mask_url(crawl.redis_url)}",
+                    book if client is None else f"shared through Redis at {mask_url(crawl.redis.url)}",
                     "" if rate is None else f", at most {rate:g} requests/second each")
-        return cls(crawler, config, book, limiters)
+        return cls(crawler, config, crawl.guard, book, limiters)
 
     async def spider_opened(self) -> None:
         self.pool.start()

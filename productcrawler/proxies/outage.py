@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from productcrawler.proxies.config import Proxy
+    from productcrawler.config.proxy_urls import Proxy
 
 
 class ProxyOutage:

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
     from scrapy.statscollectors import StatsCollector
 
+    from productcrawler.config.proxy_urls import Proxy
     from productcrawler.proxies.books import HealthBook, Snapshot
-    from productcrawler.proxies.config import Proxy
 
 logger = logging.getLogger(__name__)
 

@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from scrapy.core.downloader.handlers._aiohttp import _ClientResponse
 
+from productcrawler.config.crawler import crawl_config
 from productcrawler.download.handler import LeanAiohttpDownloadHandler
 from productcrawler.download.stops import crawl_stops
 from productcrawler.meta import SENT_AT, WRITE_STARTED
-from productcrawler.ratelimit.middleware import RateLimitMiddleware, rate_limit_enabled
+from productcrawler.ratelimit.middleware import RateLimitMiddleware
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -83,7 +84,7 @@ class PacedDownloadMixin:
         limit = self._rate_limit()
         stops = crawl_stops(self.crawler)
         if limit is None:
-            if not self._unpaced_logged and rate_limit_enabled(self.crawler.settings):
+            if not self._unpaced_logged and crawl_config(self.crawler).rate.enabled:
                 self._unpaced_logged = True
                 logger.error("RATE_LIMIT_ENABLED is on but RateLimitMiddleware is not in "
                              "DOWNLOADER_MIDDLEWARES: requests are sent without a rate limit")

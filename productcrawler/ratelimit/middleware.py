@@ -89,14 +89,6 @@ ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 EFFECTIVE_RATE_INTERVAL = 1.0  # seconds between updates of the effective_rate stat
 PACING_HANDLER = "productcrawler.ratelimit.handler.PacedAiohttpDownloadHandler"
 
-def rate_limit_enabled(settings: BaseSettings) -> bool:
-    try:
-        return settings.getbool("RATE_LIMIT_ENABLED", True)
-    except ValueError:
-        raise ConfigError(f"RATE_LIMIT_ENABLED={settings.get('RATE_LIMIT_ENABLED')!r} is not a "
-                          "boolean; expected True/False, 1/0, 'true'/'false'") from None
-
-
 def check_handlers(settings: BaseSettings) -> None:
     """The wait happens in the download handler: one that does not pace would send unthrottled.
 
@@ -155,18 +147,18 @@ class RateLimitMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if not rate_limit_enabled(crawler.settings):
+        config = crawl_config(crawler)
+        if not config.rate.enabled:
             raise NotConfigured
         check_handlers(crawler.settings)
-        config = crawl_config(crawler)
         client = None
-        if config.redis_url is not None:
+        if config.redis.url is not None:
             _check_asyncio(crawler.settings)
-            ping(config.redis_url)
-            client = crawler_redis(crawler, config.redis_url)
-            logger.debug("Rate limit shared through %s", mask_url(config.redis_url))
-        return cls(crawler, new_limiter(client, Keys(config.redis_key_prefix).rate_bucket,
-                                        config.max_requests_per_second, config.rate_limit_burst))
+            ping(config.redis.url)
+            client = crawler_redis(crawler, config.redis.url)
+            logger.debug("Rate limit shared through %s", mask_url(config.redis.url))
+        return cls(crawler, new_limiter(client, Keys(config.redis.key_prefix).rate_bucket,
+                                        config.rate.max_requests_per_second, config.rate.burst))
 
     @property
     def rate_factor(self) -> float:

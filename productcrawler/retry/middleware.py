@@ -34,7 +34,6 @@ shell`` or another spider is retried exactly like a product request.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING
 
@@ -45,7 +44,7 @@ from twisted.internet import defer
 from twisted.web.client import ResponseFailed
 
 from productcrawler.budget.limited import is_rate_limited, reset_after
-from productcrawler.config import ConfigError
+from productcrawler.config.crawler import crawl_config
 from productcrawler.download.errors import TLS_CERTIFICATE, exception_reason
 from productcrawler.retry.policy import RetryPolicy
 
@@ -55,7 +54,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
 
-__all__ = ["ApiRetryMiddleware", "retry_http_codes"]
+__all__ = ["ApiRetryMiddleware"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +76,7 @@ class ApiRetryMiddleware(RetryMiddleware):
             "RETRY_TIMES": policy.max_retries,
             "RETRY_PRIORITY_ADJUST": policy.priority_adjust,
             "RETRY_GIVE_UP_LOG_LEVEL": policy.give_up_log_level,
-            "RETRY_HTTP_CODES": retry_http_codes(crawler.settings),
+            "RETRY_HTTP_CODES": list(crawl_config(crawler).retry.http_codes),
         })
         super().__init__(settings)  # bare NotConfigured if RETRY_ENABLED is off
         self.crawler = crawler
@@ -124,23 +123,3 @@ class ApiRetryMiddleware(RetryMiddleware):
             return None
         return self.policy.hold(retry, reason=reason, retry_after=retry_after, http_status=http_status)
 
-
-def retry_http_codes(settings: BaseSettings) -> list[int]:
-    """``RETRY_HTTP_CODES`` as statuses: a list, a JSON list or a comma list; refused if not."""
-    raw = settings.get("RETRY_HTTP_CODES")
-    try:
-        value = raw
-        if isinstance(raw, str):
-            text = raw.strip()
-            value = json.loads(text) if text.startswith("[") else [v for v in text.split(",") if v.strip()]
-        if value is None:
-            value = []
-        if any(isinstance(code, bool) for code in value):
-            raise ValueError
-        codes = [int(code) for code in value]
-        if any(not 100 <= code <= 599 for code in codes):
-            raise ValueError
-    except (TypeError, ValueError):
-        raise ConfigError(f"RETRY_HTTP_CODES={raw!r} is not a list of HTTP statuses "
-                          "(e.g. [503, 429] or 503,429)") from None
-    return codes

@@ -15,7 +15,7 @@ it. Nothing here sleeps: the delay is data, the scheduler enforces it (and
 counts it, once, in ``productcrawler/retry/delayed*``).
 
 Scrapy's retry settings are honoured: ``RETRY_ENABLED``, ``RETRY_TIMES`` (see
-:func:`~productcrawler.config.crawl.max_retries` for how it meets ``MAX_RETRIES``),
+:class:`~productcrawler.config.reader.Reader` for how it meets ``MAX_RETRIES``),
 ``RETRY_PRIORITY_ADJUST``, ``RETRY_GIVE_UP_LOG_LEVEL`` and the meta keys
 ``max_retry_times``, ``priority_adjust``, ``give_up_log_level``.
 """
@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from scrapy.downloadermiddlewares.retry import get_retry_request
 
 from productcrawler import stat_keys
-from productcrawler.config import ConfigError
 from productcrawler.config.crawler import crawl_config
 from productcrawler.items import FAILED, MISSING, FailureItem
 from productcrawler.meta import PRODUCT_ID, RETRY_DELAY
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
 
@@ -92,17 +90,16 @@ class RetryPolicy:
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
     ) -> Self:
-        config = crawl_config(crawler)  # raises ConfigError (ValueError)
-        settings = crawler.settings
+        config = crawl_config(crawler).retry  # raises ConfigError (ValueError)
         return cls(
             crawler,
             max_retries=config.max_retries,
-            enabled=_setting(settings, "RETRY_ENABLED", settings.getbool, "true or false"),
-            give_up_log_level=log_level(settings),
-            priority_adjust=_setting(settings, "RETRY_PRIORITY_ADJUST", settings.getint, "an integer"),
-            backoff_base=config.retry_backoff_base,
-            backoff_max=config.retry_backoff_max,
-            retry_after_max=config.retry_after_max,
+            enabled=config.enabled,
+            give_up_log_level=config.give_up_log_level,
+            priority_adjust=config.priority_adjust,
+            backoff_base=config.backoff_base,
+            backoff_max=config.backoff_max,
+            retry_after_max=config.after_max,
             rng=rng,
             clock=clock,
         )
@@ -260,25 +257,3 @@ class RetryPolicy:
             raise RuntimeError("RetryPolicy used before the crawler has a spider")
         return spider
 
-
-def log_level(settings: BaseSettings) -> int:
-    """``RETRY_GIVE_UP_LOG_LEVEL`` as a number; a name that is not a level is refused at start."""
-    raw = settings.get("RETRY_GIVE_UP_LOG_LEVEL")
-    level = raw
-    if isinstance(raw, str):
-        # -s gives a number as text: "30" is a level, as the message below promises.
-        text = raw.strip()
-        level = int(text) if text.isdigit() else logging.getLevelName(text.upper())
-    if isinstance(level, bool) or not isinstance(level, int):
-        raise ConfigError(f"RETRY_GIVE_UP_LOG_LEVEL={raw!r} is not a log level "
-                          "(DEBUG, INFO, WARNING, ERROR, CRITICAL or a number)")
-    return level
-
-
-def _setting(settings: BaseSettings, name: str, getter: Callable[[str], Any], expected: str) -> Any:
-    try:
-        if isinstance(settings.get(name), bool) and expected == "an integer":
-            raise ValueError
-        return getter(name)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name}={settings.get(name)!r} is not {expected}") from None

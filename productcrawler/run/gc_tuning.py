@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 
-from productcrawler.config import ConfigError
+from productcrawler.config.crawler import crawl_config
+from productcrawler.config.declared import DECLARED
 
 if TYPE_CHECKING:
     # typing.Self requires Python 3.11
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-GC_GEN0_THRESHOLD = 50_000
+#: The young-generation threshold unless GC_GEN0_THRESHOLD says otherwise.
+GC_GEN0_THRESHOLD: int = DECLARED["GC_GEN0_THRESHOLD"].default
 
 
 class GcTuning:
@@ -50,14 +52,7 @@ class GcTuning:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        try:
-            threshold = crawler.settings.getint("GC_GEN0_THRESHOLD", GC_GEN0_THRESHOLD)
-        except ValueError:
-            threshold = -1
-        if threshold < 0:
-            raise ConfigError(f"GC_GEN0_THRESHOLD={crawler.settings.get('GC_GEN0_THRESHOLD')!r}: "
-                             "expected 0 (keep Python's thresholds) or a positive whole number")
-        extension = cls(threshold)
+        extension = cls(crawl_config(crawler).monitoring.gc_gen0_threshold)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension

@@ -75,12 +75,12 @@ class ProductsSpider(Spider):
         # Our URLs are a template and a percent-encoded id: when the template is
         # in normal form, so is every URL, and Request and aiohttp (yarl) need not
         # normalise each one again (Scrapy's verbatim_url meta key).
-        spider.verbatim_urls = safe_url_string(spider.config.product_url(1)) == spider.config.product_url(1)
-        if spider.config.list_url is not None:
+        spider.verbatim_urls = safe_url_string(spider.config.api.product_url(1)) == spider.config.api.product_url(1)
+        if spider.config.listing.url is not None:
             pages = crawl_pass(crawler).ids
-            spider.pages = PageReader(pages.url, spider.config.list_options,  # type: ignore[attr-defined]  # ListingPages
-                                      spider.config.list_url.graphql)
-            if spider.config.ids_from_listing:
+            spider.pages = PageReader(pages.url, spider.config.listing.options,  # type: ignore[attr-defined]  # ListingPages
+                                      spider.config.listing.url.graphql)
+            if spider.config.ids.from_listing:
                 spider.listed = ListedProducts()
         return spider
 
@@ -117,18 +117,18 @@ class ProductsSpider(Spider):
 
     def product_request(self, product_id: int | str) -> Request:
         return Request(
-            self.config.product_url(product_id),
+            self.config.api.product_url(product_id),
             callback=self.parse,
             errback=self.on_error,
             dont_filter=True,
-            meta={PRODUCT_ID: product_id, "download_timeout": self.config.api_timeout,
+            meta={PRODUCT_ID: product_id, "download_timeout": self.config.api.timeout,
                   "handle_httpstatus_all": True, "verbatim_url": self.verbatim_urls},
         )
 
     def page_request(self, page: int) -> Request:
         """A listing page of the pass (its position the request's ``product_id``, as the pass knows it)."""
         locator = crawl_pass(self.crawler).ids.url(page)  # type: ignore[attr-defined]  # ListingPages
-        listing = self.config.list_url
+        listing = self.config.listing.url
         assert listing is not None
         graphql = listing.graphql
         return Request(
@@ -139,14 +139,14 @@ class ProductsSpider(Spider):
             callback=self.parse_page,
             errback=self.on_error,
             dont_filter=True,
-            meta={PRODUCT_ID: page, LISTING_PAGE: page, "download_timeout": self.config.api_timeout,
+            meta={PRODUCT_ID: page, LISTING_PAGE: page, "download_timeout": self.config.api.timeout,
                   "handle_httpstatus_all": True},
         )
 
     def product_id_in(self, url: str) -> int | str | None:
-        """The id of a product URL (the inverse of ``config.product_url``), of PRODUCT_ID_TYPE's type, else None."""
-        found = self.config.product_id_in(url)
-        if found is None or self.config.id_type == "string":
+        """The id of a product URL (the inverse of ``config.api.product_url``), of PRODUCT_ID_TYPE's type, else None."""
+        found = self.config.api.product_id_in(url)
+        if found is None or self.config.ids.type == "string":
             return found or None
         return int(found) if found.isascii() and found.isdigit() else None
 
@@ -159,7 +159,7 @@ class ProductsSpider(Spider):
             product_id = self.product_id_in(response.url)
             if product_id is None:
                 logger.warning("Not a product URL of %s, nothing to parse: %s",
-                               self.config.product_url_setting, response.url)
+                               self.config.api.product_url_setting, response.url)
                 return []
             request = request.replace(meta={**request.meta, PRODUCT_ID: product_id})
         try:
@@ -185,8 +185,8 @@ class ProductsSpider(Spider):
         product_id = request.meta[PRODUCT_ID]
         absent: list[str] = []
         try:
-            item, dropped = parse_product(response.body, product_id, utcnow(), self.config.product_fields, absent,
-                                          declared=self.config.product_columns, variants=self.config.variants)
+            item, dropped = parse_product(response.body, product_id, utcnow(), self.config.answer.fields, absent,
+                                          declared=self.config.answer.columns, variants=self.config.answer.variants)
         except BadResponse as bad:
             self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
             # The wholesale-failure guard counts these (guard/failure_guard.py).
@@ -205,7 +205,7 @@ class ProductsSpider(Spider):
         return [item]
 
     def _keep_answer(self, item: ProductItem, answer: bytes | object) -> None:
-        if self.config.keep_answer and not keep_answer(item, answer, self.config.keep_answer_max_bytes):
+        if self.config.answer.keep and not keep_answer(item, answer, self.config.answer.keep_max_bytes):
             self.crawler.stats.inc_value(stat_keys.ANSWERS_TOO_LARGE)
 
     def parse_page(self, response: Response) -> list[Any]:
@@ -236,9 +236,9 @@ class ProductsSpider(Spider):
         for listed in objects:
             absent: list[str] = []
             try:
-                item, dropped = clean_product(listed, None, fetched_at, self.config.product_fields, absent,
-                                              id_type=self.config.id_type, declared=self.config.product_columns,
-                                              variants=self.config.variants)
+                item, dropped = clean_product(listed, None, fetched_at, self.config.answer.fields, absent,
+                                              id_type=self.config.ids.type, declared=self.config.answer.columns,
+                                              variants=self.config.answer.variants)
             except BadResponse as bad:
                 self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
                 logger.debug("Listing page %d: a listed object is not a product (%s)", page, bad)

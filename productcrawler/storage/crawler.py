@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 
 def _open(crawler: Crawler) -> Database:
     config = crawl_config(crawler)
-    database = Database(DatabaseTarget.from_url(config.database_url), config.id_type,
-                        tuple((c.name, c.spec) for c in config.product_columns),
-                        config.variants.declared_spec if config.variants else ())
+    database = Database(DatabaseTarget.from_url(config.storage.database_url), config.ids.type,
+                        tuple((c.name, c.spec) for c in config.answer.columns),
+                        config.answer.variants.declared_spec if config.answer.variants else ())
     # Closed last: the pipeline flushes and the ledger settles the pass on the way out.
     crawler.signals.connect(database.close, signal=signals.engine_stopped, weak=False)
     return database

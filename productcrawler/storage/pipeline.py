@@ -29,8 +29,8 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.task import LoopingCall
 
 from productcrawler import signals, stat_keys
-from productcrawler.config import CrawlConfig
 from productcrawler.config.crawler import crawl_config
+from productcrawler.config.sections import StorageConfig
 from productcrawler.instruments import crawl_instruments
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.meta import DATABASE_UNAVAILABLE
@@ -93,16 +93,16 @@ class Stamps(Protocol):
 
 
 class StoragePipeline:
-    def __init__(self, crawler: Crawler, database: Database, config: CrawlConfig,
+    def __init__(self, crawler: Crawler, database: Database, config: StorageConfig,
                  crawl_pass: Stamps | None = None) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.database = database
         self.crawl_pass = crawl_pass  # each row is stamped with its row_stamp
         self.tracked = config.track_changes
-        self.batch_size = config.database_batch_size
-        self.flush_interval = config.database_flush_interval
-        self.outage_max = config.database_outage_max
+        self.batch_size = config.batch_size
+        self.flush_interval = config.flush_interval
+        self.outage_max = config.outage_max
         self._pending: list[_Pending] = []
         self._pending_rows = 0
         self._writer: Deferred[None] | None = None
@@ -114,7 +114,7 @@ class StoragePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StoragePipeline:
-        return cls(crawler, crawl_database(crawler), crawl_config(crawler))
+        return cls(crawler, crawl_database(crawler), crawl_config(crawler).storage)
 
     def stamp_with(self, crawl_pass: Stamps) -> None:
         """Stamp every row from now on with ``crawl_pass``'s row stamp (the pass scheduler calls this)."""

@@ -17,7 +17,7 @@ def max_in_window(times: list[float], width: float = 1.0) -> int:
 
 
 def burst(cap: float) -> float:
-    return CrawlConfig.from_settings({"MAX_REQUESTS_PER_SECOND": cap}).rate_limit_burst
+    return CrawlConfig.from_settings({"MAX_REQUESTS_PER_SECOND": cap}).rate.burst
 
 
 def assert_within_bounds(times: list[float], cap: float, ids: int) -> None:

@@ -1,4 +1,4 @@
-"""``PROXY_URLS`` and the pool's settings, parsed and checked once.
+"""``PROXY_URLS`` parsed and checked: the proxies of the pool.
 
 ``PROXY_URLS`` is a comma-separated list of ``http://[user:password@]host:port``
 or ``@/path/to/file`` (one URL a line; blank lines and ``#`` comments skipped).
@@ -15,15 +15,10 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from productcrawler.config import DEFAULTS, ConfigError
-from productcrawler.config.values import number, text
-from productcrawler.proxies.health import SCORE_MAX, HealthPolicy
-
-if TYPE_CHECKING:
-    from scrapy.settings import BaseSettings
+from productcrawler.config.values import ConfigError, text
 
 SUPPORTED_SCHEMES = ("http",)
 
@@ -44,40 +39,6 @@ class Proxy:
 
     def __repr__(self) -> str:  # never the password
         return f"Proxy({self.shown})"
-
-
-@dataclass(frozen=True)
-class ProxyConfig:
-    proxies: tuple[Proxy, ...]
-    policy: HealthPolicy
-    max_requests_per_second: float | None
-
-    @classmethod
-    def from_settings(cls, settings: BaseSettings) -> ProxyConfig | None:
-        """The pool's configuration; ``None`` when ``PROXY_URLS`` is unset or empty."""
-
-        def get(name: str) -> Any:
-            value = settings.get(name)
-            return DEFAULTS[name] if value is None else value
-
-        proxies = parse_proxy_urls(get("PROXY_URLS"))
-        if not proxies:
-            return None
-        minimum = number("PROXY_SCORE_MIN", get("PROXY_SCORE_MIN"), float, above=0)
-        if minimum >= SCORE_MAX:
-            raise ConfigError(f"PROXY_SCORE_MIN={minimum:g} must be below the full score, {SCORE_MAX:g}")
-        rest_base = number("PROXY_REST_BASE", get("PROXY_REST_BASE"), float, above=0)
-        rest_max = number("PROXY_REST_MAX", get("PROXY_REST_MAX"), float, above=0)
-        if rest_max < rest_base:
-            raise ConfigError(f"PROXY_REST_MAX={rest_max:g} is below PROXY_REST_BASE={rest_base:g}")
-        policy = HealthPolicy(
-            success=number("PROXY_SCORE_SUCCESS", get("PROXY_SCORE_SUCCESS"), float, above=0),
-            failure=number("PROXY_SCORE_FAILURE", get("PROXY_SCORE_FAILURE"), float, above=0),
-            minimum=minimum, rest_base=rest_base, rest_max=rest_max)
-        rate_raw = get("PROXY_MAX_REQUESTS_PER_SECOND")
-        rate = (None if text(rate_raw) is None
-                else number("PROXY_MAX_REQUESTS_PER_SECOND", rate_raw, float, above=0))
-        return cls(proxies=proxies, policy=policy, max_requests_per_second=rate)
 
 
 def parse_proxy_urls(raw: Any) -> tuple[Proxy, ...]:

@@ -22,14 +22,6 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"commands", "settings"}),
 )
 
-#: Upward imports not removed yet, each with the reason; the last test fails once one is gone, so the set shrinks.
-STILL_UPWARD = frozenset({
-    # listing's setting parsers (GraphqlQuery.parse, ListUrl.parse, FullPassEvery.parse) raise config's
-    # ConfigError and mask URLs with config's mask_url: they move with the settings' declaration (issue 38, 1).
-    ("listing", "config"),
-})
-
-
 def _layer(package: str) -> int:
     for number, packages in enumerate(LAYERS):
         if package in packages:
@@ -86,12 +78,6 @@ def upward_imports(graph: dict[str, dict[str, list[str]]]) -> list[str]:
             for where in places]
 
 
-def without_still_upward(graph: dict[str, dict[str, list[str]]]) -> dict[str, dict[str, list[str]]]:
-    return {package: {imported: places for imported, places in targets.items()
-                      if (package, imported) not in STILL_UPWARD}
-            for package, targets in graph.items()}
-
-
 def package_cycles(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
     """The strongly connected components of more than one package (Tarjan's algorithm)."""
     index: dict[str, int] = {}
@@ -131,16 +117,11 @@ def test_every_package_has_a_layer():
 
 
 def test_no_module_imports_from_a_layer_above_its_own():
-    assert upward_imports(without_still_upward(import_graph())) == []
+    assert upward_imports(import_graph()) == []
 
 
 def test_no_two_packages_import_each_other_even_through_others():
-    assert package_cycles(without_still_upward(import_graph())) == []
-
-
-def test_every_upward_import_still_listed_is_still_there():
-    graph = import_graph()
-    assert sorted(edge for edge in STILL_UPWARD if edge[1] not in graph.get(edge[0], {})) == []
+    assert package_cycles(import_graph()) == []
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ from productcrawler.config.values import (
 )
 from productcrawler.ids.idfile import MAX_INT_ID
 from productcrawler.listing.options import LIMIT_PARAMS, PAGE_PARAMS
-from productcrawler.listing.since import FullPassEvery
 
 SIMULATOR_PORT = 8931
 SIMULATOR_BASE_URL = f"http://127.0.0.1:{SIMULATOR_PORT}/v1"
@@ -103,7 +102,7 @@ SETTINGS: tuple[Setting, ...] = (
             "this (`90s`, `5m`, `1h`), so that late writes are listed again; see "
             "[Listing](listing.md#incremental-passes)",
             "`5m`"),
-    Setting("FULL_PASS_EVERY", "24h", lambda name, raw: FullPassEvery.parse(raw), "listing", "passes or duration",
+    Setting("FULL_PASS_EVERY", "24h", p.full_pass_every, "listing", "passes or duration",
             "how often an incremental listing lists everything instead (`{since}` the epoch), the only pass "
             "that marks unlisted products removed: every Nth pass (`24`) or once the last full pass began "
             "this long ago (`24h`, `7d`)",

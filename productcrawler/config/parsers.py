@@ -16,6 +16,8 @@ from typing import Any
 
 from productcrawler.answer.declared import DeclaredColumn, parse_columns
 from productcrawler.config.values import ConfigError, http_url, number, refuse_credentials, shown, text
+from productcrawler.listing import ListingError
+from productcrawler.listing.since import FullPassEvery
 
 Parser = Callable[[str, Any], Any]
 
@@ -202,3 +204,11 @@ def http_statuses(name: str, value: Any) -> list[int]:
         raise ConfigError(f"{name}={value!r} is not a list of HTTP statuses "
                           "(e.g. [503, 429] or 503,429)") from None
     return statuses
+
+
+def full_pass_every(name: str, value: Any) -> FullPassEvery:
+    """FULL_PASS_EVERY: a number of passes or a duration (listing/since.py)."""
+    try:
+        return FullPassEvery.parse(value)
+    except ListingError as error:
+        raise ConfigError(str(error)) from None

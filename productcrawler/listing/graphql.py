@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from productcrawler.config.values import ConfigError
+from productcrawler.listing.answer import ListingError
 
 #: The error code of a query refused for the points it would cost now (Shopify).
 THROTTLED = "THROTTLED"
@@ -58,19 +58,19 @@ class GraphqlQuery:
             try:
                 text = Path(text[1:].strip()).read_text(encoding="utf-8").strip()
             except OSError as error:
-                raise ConfigError(f"PRODUCT_LIST_QUERY={raw_query!r}: cannot read the file: {error}") from None
+                raise ListingError(f"PRODUCT_LIST_QUERY={raw_query!r}: cannot read the file: {error}") from None
         if "{" not in text or "}" not in text:
-            raise ConfigError(f"PRODUCT_LIST_QUERY={raw_query!r} is not a GraphQL query (or @file with one)")
+            raise ListingError(f"PRODUCT_LIST_QUERY={raw_query!r} is not a GraphQL query (or @file with one)")
         variables = str(raw_variables).strip() if raw_variables not in (None, "") else "{}"
         try:
             parsed = json.loads(re.sub(r"\{since(?::[^{}]*)?\}", "0", variables))
         except ValueError as error:
-            raise ConfigError(f"PRODUCT_LIST_VARIABLES={raw_variables!r} is not a JSON object: {error}") from None
+            raise ListingError(f"PRODUCT_LIST_VARIABLES={raw_variables!r} is not a JSON object: {error}") from None
         if not isinstance(parsed, dict):
-            raise ConfigError(f"PRODUCT_LIST_VARIABLES={raw_variables!r} is not a JSON object")
+            raise ListingError(f"PRODUCT_LIST_VARIABLES={raw_variables!r} is not a JSON object")
         name = cursor_variable or "cursor"
         if f"${name}" not in text:
-            raise ConfigError(f"PRODUCT_LIST_QUERY has no ${name} variable for the cursor (the connection's "
+            raise ListingError(f"PRODUCT_LIST_QUERY has no ${name} variable for the cursor (the connection's "
                               f"after: ${name}); name it, or set LIST_CURSOR_PARAM to the variable it uses")
         return cls(text, variables, name)
 

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
-from productcrawler.config.values import ConfigError, mask_url
+from productcrawler.listing.answer import ListingError
 from productcrawler.listing.graphql import GraphqlQuery, first_locator
 
 _PLACEHOLDER = re.compile(r"\{since(?::([^{}]*))?\}")
@@ -42,24 +42,25 @@ class ListUrl:
     graphql: GraphqlQuery | None = None
 
     @classmethod
-    def parse(cls, url: str, graphql: GraphqlQuery | None = None) -> ListUrl:
+    def parse(cls, url: str, graphql: GraphqlQuery | None = None, shown: str | None = None) -> ListUrl:
+        """``url`` as PRODUCT_LIST_URL; ``shown`` is how a message may show it (masked), ``url`` if None."""
         found = list(_PLACEHOLDER.finditer(url))
         rest = _PLACEHOLDER.sub("", url)
         if len(found) > 1 or "{" in rest or "}" in rest or (found and graphql is not None):
-            raise ConfigError(f"PRODUCT_LIST_URL={mask_url(url)!r}: the only placeholder it may have is one "
+            raise ListingError(f"PRODUCT_LIST_URL={shown or url!r}: the only placeholder it may have is one "
                               "{since} or {since:FORMAT} (with PRODUCT_LIST_QUERY, in PRODUCT_LIST_VARIABLES); "
                               "percent-encode other braces (%7B, %7D)")
         if graphql is not None:
             found = list(_PLACEHOLDER.finditer(graphql.variables))
             if len(found) > 1:
-                raise ConfigError("PRODUCT_LIST_VARIABLES: at most one {since} or {since:FORMAT}")
+                raise ListingError("PRODUCT_LIST_VARIABLES: at most one {since} or {since:FORMAT}")
         if not found:
             return cls(url, None, graphql)
         since_format = found[0][1] or ISO_FORMAT
         try:
             datetime(2026, 1, 2, 3, 4, 5).strftime(since_format)
         except ValueError as error:
-            raise ConfigError(f"{{since:{since_format}}} is not a strftime format: {error}") from None
+            raise ListingError(f"{{since:{since_format}}} is not a strftime format: {error}") from None
         return cls(url, since_format, graphql)
 
     @property
@@ -107,7 +108,7 @@ class FullPassEvery:
         found = _DURATION.fullmatch(text)
         if found and float(found[1]) > 0:
             return cls(seconds=float(found[1]) * _UNIT_SECONDS[found[2].lower()])
-        raise ConfigError(f"FULL_PASS_EVERY={raw!r}: expected a number of passes (24) or a duration "
+        raise ListingError(f"FULL_PASS_EVERY={raw!r}: expected a number of passes (24) or a duration "
                           "(30m, 24h, 7d)")
 
     def due(self, incremental_since_full: int, last_full_started: datetime | None, now: datetime) -> bool:

@@ -26,7 +26,7 @@ Parser = Callable[[str, Any], Any]
 HEARTBEAT_INTERVAL = 2.0
 #: REDIS_HEARTBEAT_TTL's upper bound, seconds (a day).
 MAX_HEARTBEAT_TTL = 24 * 3600
-#: The budget-header formats RATE_LIMIT_HEADERS names (productcrawler/ratelimit/budget_headers.py),
+#: The budget-header formats RATE_LIMIT_HEADERS names (productcrawler/budget/headers.py),
 #: in the order ``auto`` tries them.
 RATE_LIMIT_HEADER_FORMATS = ("ietf", "x-ratelimit", "bigcommerce", "shopify")
 #: PRODUCT_ID_TYPE's values.

@@ -196,7 +196,8 @@ def build(**settings: Any) -> RateLimitMiddleware:
               "DOWNLOAD_HANDLERS": get_project_settings().getdict("DOWNLOAD_HANDLERS"), **settings}
     crawler = get_crawler(settings_dict=values)
     middleware = RateLimitMiddleware.from_crawler(crawler)
-    middleware.budget = BudgetGateMiddleware.from_crawler(crawler).read_answers()  # what the engine's start does
+    middleware.budget = BudgetGateMiddleware.from_crawler(crawler).read_answers()  # what the first answer does
+    middleware._budget_looked_up = True
     return middleware
 
 

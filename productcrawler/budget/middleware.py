@@ -8,10 +8,12 @@ before the proxy middleware and the rate limit's slot.
 The answers are read for the budget where the rate limit reads them, after
 ``GraphqlCostBudget`` has said a GraphQL cost as RateLimit headers: the rate
 limit (:class:`~productcrawler.ratelimit.middleware.RateLimitMiddleware`)
-finds this middleware once the engine runs and takes its pacer with
+finds this middleware at its first answer and takes its pacer with
 :meth:`BudgetGateMiddleware.read_answers`. Without the rate limit
-(``RATE_LIMIT_ENABLED`` off) nothing reads them, and requests go without a
-budget.
+(``RATE_LIMIT_ENABLED`` off) nothing would read them: this middleware is then
+off, and requests go without a budget. Whether it admits is settled when it is
+built, not at ``spider_opened``: the pass's scheduler hands out requests while
+the other components are still opening.
 """
 
 from __future__ import annotations
@@ -43,15 +45,13 @@ class BudgetGateMiddleware:
     def __init__(self, crawler: Crawler, pacer: BudgetPacer) -> None:
         self.crawler = crawler
         self.pacer = pacer
-        #: Whether the rate limit reads the answers for the budget (:meth:`read_answers`).
-        self.answers_read: bool = False
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         config = crawl_config(crawler)
-        if not config.budget.headers:
+        if not config.budget.headers or not config.rate.enabled:
             raise NotConfigured
 
         stops = crawl_stops(crawler)
@@ -66,8 +66,7 @@ class BudgetGateMiddleware:
         return cls(crawler, BudgetPacer(crawler.stats, gate, config.budget.headers, cap, max_wait))
 
     def read_answers(self) -> BudgetPacer:
-        """The pacer, for the component that reads every answer for it (the rate limit): the budget is kept."""
-        self.answers_read = True
+        """The pacer, for the component that reads every answer for it (the rate limit)."""
         return self.pacer
 
     def spider_opened(self) -> None:
@@ -78,5 +77,4 @@ class BudgetGateMiddleware:
         await self.pacer.close()
 
     async def process_request(self, request: Request) -> None:
-        if self.answers_read:
-            await self.pacer.admit(request)
+        await self.pacer.admit(request)

@@ -132,6 +132,7 @@ class RateLimitMiddleware:
         self.limiter: RateLimiter = limiter
         #: The announced budget's pacer, whose answers this middleware reads (found once the engine runs).
         self.budget: BudgetPacer | None = None
+        self._budget_looked_up = False
         self.sent: int = 0
         self.waiting: int = 0
         self.backoffs: int = 0
@@ -177,10 +178,18 @@ class RateLimitMiddleware:
         span = self._last_sent_at - self._first_sent_at
         return (self.sent - 1) / span if span > 0 else None
 
+    def _budget(self) -> BudgetPacer | None:
+        # Looked up at the first answer, once the engine (and so the downloader's middlewares) exists:
+        # answers can come before every component's spider_opened has run.
+        if not self._budget_looked_up:
+            if self.crawler._engine is None:  # used on its own (no engine: Scrapy's own way to tell)
+                return None
+            gate = self.crawler.get_downloader_middleware(BudgetGateMiddleware)
+            self.budget = None if gate is None else gate.read_answers()
+            self._budget_looked_up = True
+        return self.budget
+
     def spider_opened(self) -> None:
-        budget = self.crawler.get_downloader_middleware(BudgetGateMiddleware)
-        if budget is not None:
-            self.budget = budget.read_answers()
         logger.info("Rate limit: %g requests/second, burst %g, %s",
                     self.limiter.rate, self.limiter.burst, self.limiter)
 
@@ -257,7 +266,8 @@ class RateLimitMiddleware:
     async def process_response(self, request: Request, response: Response) -> Response:
         if "cached" in response.flags:
             return response
-        announced = self.budget is not None and await self.budget.observe(request, response)
+        budget = self._budget()
+        announced = budget is not None and await budget.observe(request, response)
         if is_rate_limited(response):  # a 429, or a 403 that says it is one
             self.stats.inc_value(stat_keys.RATELIMIT_429)
             if announced:
@@ -267,8 +277,9 @@ class RateLimitMiddleware:
         return response
 
     def process_exception(self, request: Request, exception: BaseException) -> None:
-        if self.budget is not None:
-            self.budget.done(request)
+        budget = self._budget()
+        if budget is not None:
+            budget.done(request)
 
     def _log_backoff(self, request: Request) -> None:
         self.backoffs += 1

@@ -13,6 +13,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from scrapy.addons import AddonManager
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
@@ -33,6 +34,9 @@ _COUNTS = ("stored", "missing", "failed", "changed", "removed")
 
 class Command(ScrapyCommand):
     requires_project = True
+    # It reads the ledger or Redis and prints: no crawler process, so no reactor and no event loop left
+    # unclosed at exit (asyncio's "Exception ignored in BaseEventLoop.__del__" on stderr after the answer).
+    requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
@@ -47,6 +51,7 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
+        AddonManager.load_pre_crawler_settings(self.settings)  # the contract, as a crawler process fills it
         try:
             count = int(opts.count)
         except ValueError:

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from redis.exceptions import RedisClusterException, RedisError
+from scrapy.addons import AddonManager
 from scrapy.commands import ScrapyCommand
 
 from productcrawler.commands.preflight import connect_database
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
 
 class Command(ScrapyCommand):
     requires_project = True
+    # It reads the ledger or Redis and prints: no crawler process, so no reactor and no event loop left
+    # unclosed at exit (asyncio's "Exception ignored in BaseEventLoop.__del__" on stderr after the answer).
+    requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def short_desc(self) -> str:
@@ -35,6 +39,7 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
+        AddonManager.load_pre_crawler_settings(self.settings)  # the contract, as a crawler process fills it
         try:
             config = CrawlConfig.from_settings(self.settings)
             lines = _from_redis(config) if config.redis.url else _from_database(config)

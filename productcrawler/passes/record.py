@@ -22,13 +22,16 @@ from productcrawler.ids import RangeIds
 from productcrawler.passes.database_sql import shared_pass_row
 from productcrawler.passes.summary import finish_with_summary
 from productcrawler.storage.database import utcnow
-from productcrawler.storage.errors import is_connection_error
+from productcrawler.storage.errors import is_connection_error, is_deadlock
 
 if TYPE_CHECKING:
     from productcrawler.ids import IdSource
     from productcrawler.storage.database import Database
 
 logger = logging.getLogger(__name__)
+
+#: How often an instance asks for the pass's row when the database chose it as a deadlock's victim.
+OPEN_ATTEMPTS = 5
 
 
 class SharedPassRecord:
@@ -46,10 +49,19 @@ class SharedPassRecord:
         began = (utcnow() if started_at is None
                  else datetime.fromtimestamp(int(started_at), UTC).replace(tzinfo=None))
         if isinstance(ids, RangeIds):
-            return await self._run(shared_pass_row, token, ids.start, ids.end, began)
-        # A file's pass is recorded as its positions 1..N and its digest, as a database pass's is.
-        return await self._run(shared_pass_row, token, 1, ids.total, began, getattr(ids, "digest", None),
-                               source_pass_id)
+            row: tuple[Any, ...] = (token, ids.start, ids.end, began)
+        else:  # a file's pass is recorded as its positions 1..N and its digest, as a database pass's is
+            row = (token, 1, ids.total, began, getattr(ids, "digest", None), source_pass_id)
+        # Instances started together look the row up FOR UPDATE at once; MySQL may pick one of
+        # them as a deadlock's victim and roll its transaction back: that one asks again.
+        for attempt in range(1, OPEN_ATTEMPTS + 1):
+            try:
+                return int(await self._run(shared_pass_row, *row))
+            except Exception as error:
+                if attempt == OPEN_ATTEMPTS or not is_deadlock(error):
+                    raise
+                logger.debug("Opening the shared pass's row: deadlock, asking again (%d)", attempt)
+        raise AssertionError("unreachable")
 
     async def finish(self, pass_id: int, ids: IdSource, *, listing_removals: bool | None = None) -> bool:
         """Mark the complete pass finished with its summary; True if this instance wrote it.

@@ -38,3 +38,10 @@ def is_connection_error(error: BaseException) -> bool:
     if isinstance(error, sqlite3.OperationalError):
         return "locked" in str(error) or "busy" in str(error)
     return isinstance(error, (ConnectionError, OSError, TimeoutError))
+
+
+def is_deadlock(error: BaseException) -> bool:
+    """The database rolled the transaction back to break a deadlock: running it again is safe."""
+    if isinstance(error, pymysql.err.OperationalError):
+        return bool(error.args) and error.args[0] == 1213
+    return isinstance(error, psycopg.errors.DeadlockDetected)

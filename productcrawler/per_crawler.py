@@ -8,7 +8,7 @@ the same process gets its own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,3 +38,19 @@ class PerCrawler(Generic[T]):
         """Make ``value`` the crawler's object."""
         setattr(crawler, self._attribute, value)
         return value
+
+
+def downloader_middleware(crawler: Crawler, cls: type[T]) -> T | None:
+    """The crawler's downloader middleware of ``cls`` (None if it has none), found once and kept.
+
+    It is found once the engine exists (at a crawl's first request or answer: components may be
+    handed requests before every ``spider_opened`` has run). Before that, as for a component used
+    on its own (Scrapy's own way to tell is its ``_engine``), there is none to find, and nothing is kept.
+    """
+    found: dict[type, Any] = crawler.__dict__.setdefault("_productcrawler_middlewares", {})
+    if cls not in found:
+        if crawler._engine is None:
+            return None
+        found[cls] = crawler.get_downloader_middleware(cls)
+    middleware: T | None = found[cls]
+    return middleware

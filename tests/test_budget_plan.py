@@ -26,6 +26,7 @@ from productcrawler.budget.middleware import BudgetGateMiddleware
 from productcrawler.budget.plan import Plan
 from productcrawler.budget.reader import BudgetReader, LeakyReport, WindowReport
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
+from tests.support.doubles import engine_with
 from tests.support.imitations.budgets import LeakyBucket
 
 CAP = 500.0
@@ -196,8 +197,7 @@ def build(**settings: Any) -> RateLimitMiddleware:
               "DOWNLOAD_HANDLERS": get_project_settings().getdict("DOWNLOAD_HANDLERS"), **settings}
     crawler = get_crawler(settings_dict=values)
     middleware = RateLimitMiddleware.from_crawler(crawler)
-    middleware.budget = BudgetGateMiddleware.from_crawler(crawler).read_answers()  # what the first answer does
-    middleware._budget_looked_up = True
+    engine_with(crawler, BudgetGateMiddleware.from_crawler(crawler), middleware)  # found at the first answer
     return middleware
 
 

@@ -8,8 +8,7 @@ before the proxy middleware and the rate limit's slot.
 The answers are read for the budget where the rate limit reads them, after
 ``GraphqlCostBudget`` has said a GraphQL cost as RateLimit headers: the rate
 limit (:class:`~productcrawler.ratelimit.middleware.RateLimitMiddleware`)
-finds this middleware at its first answer and takes its pacer with
-:meth:`BudgetGateMiddleware.read_answers`. Without the rate limit
+finds this middleware at its first answer and reads them for its pacer. Without the rate limit
 (``RATE_LIMIT_ENABLED`` off) nothing would read them: this middleware is then
 off, and requests go without a budget. Whether it admits is settled when it is
 built, not at ``spider_opened``: the pass's scheduler hands out requests while
@@ -64,10 +63,6 @@ class BudgetGateMiddleware:
         gate = new_gate(client, Keys(config.redis.key_prefix).budget, cap=cap, stop=StopWatch(stopping),
                         max_wait=max_wait)
         return cls(crawler, BudgetPacer(crawler.stats, gate, config.budget.headers, cap, max_wait))
-
-    def read_answers(self) -> BudgetPacer:
-        """The pacer, for the component that reads every answer for it (the rate limit)."""
-        return self.pacer
 
     def spider_opened(self) -> None:
         if self.crawler.crawling:  # not `scrapy shell`, which never "crawls"

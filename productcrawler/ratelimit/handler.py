@@ -45,6 +45,7 @@ from productcrawler.config.crawler import crawl_config
 from productcrawler.download.handler import LeanAiohttpDownloadHandler
 from productcrawler.download.stops import crawl_stops
 from productcrawler.meta import SENT_AT, WRITE_STARTED
+from productcrawler.per_crawler import downloader_middleware
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
 
 if TYPE_CHECKING:
@@ -66,22 +67,9 @@ class PacedDownloadMixin:
     crawler: Crawler
     paces_requests: bool = True  # what RateLimitMiddleware checks DOWNLOAD_HANDLERS for
     _unpaced_logged: bool = False
-    _limit_looked_up: bool = False
-    _limit: RateLimitMiddleware | None = None
-
-    def _rate_limit(self) -> RateLimitMiddleware | None:
-        # Looked up at the first request of a crawl: the engine, and so the downloader's middlewares,
-        # exist by then. A handler used on its own (no engine: Scrapy's own way to tell, its _engine)
-        # has nothing to pace it.
-        if not self._limit_looked_up:
-            if self.crawler._engine is None:
-                return None
-            self._limit = self.crawler.get_downloader_middleware(RateLimitMiddleware)
-            self._limit_looked_up = True
-        return self._limit
 
     async def download_request(self, request: Request) -> Response:
-        limit = self._rate_limit()
+        limit = downloader_middleware(self.crawler, RateLimitMiddleware)  # a handler used on its own: none
         stops = crawl_stops(self.crawler)
         if limit is None:
             if not self._unpaced_logged and crawl_config(self.crawler).rate.enabled:

@@ -64,6 +64,7 @@ from productcrawler.budget.middleware import BudgetGateMiddleware
 from productcrawler.config import ConfigError, mask_url
 from productcrawler.config.crawler import crawl_config
 from productcrawler.meta import RATELIMIT_GRANTED_AT
+from productcrawler.per_crawler import downloader_middleware
 from productcrawler.ratelimit import new_limiter
 from productcrawler.ratelimit.redis_bucket import ping
 from productcrawler.ratelimit.wait import wait_for_fresh_slot
@@ -130,9 +131,6 @@ class RateLimitMiddleware:
         self.crawler: Crawler = crawler
         self.stats: StatsCollector = crawler.stats
         self.limiter: RateLimiter = limiter
-        #: The announced budget's pacer, whose answers this middleware reads (found once the engine runs).
-        self.budget: BudgetPacer | None = None
-        self._budget_looked_up = False
         self.sent: int = 0
         self.waiting: int = 0
         self.backoffs: int = 0
@@ -178,16 +176,11 @@ class RateLimitMiddleware:
         span = self._last_sent_at - self._first_sent_at
         return (self.sent - 1) / span if span > 0 else None
 
-    def _budget(self) -> BudgetPacer | None:
-        # Looked up at the first answer, once the engine (and so the downloader's middlewares) exists:
-        # answers can come before every component's spider_opened has run.
-        if not self._budget_looked_up:
-            if self.crawler._engine is None:  # used on its own (no engine: Scrapy's own way to tell)
-                return None
-            gate = self.crawler.get_downloader_middleware(BudgetGateMiddleware)
-            self.budget = None if gate is None else gate.read_answers()
-            self._budget_looked_up = True
-        return self.budget
+    @property
+    def budget(self) -> BudgetPacer | None:
+        """The announced budget's pacer, whose answers this middleware reads; None without one."""
+        gate = downloader_middleware(self.crawler, BudgetGateMiddleware)
+        return None if gate is None else gate.pacer
 
     def spider_opened(self) -> None:
         logger.info("Rate limit: %g requests/second, burst %g, %s",
@@ -266,7 +259,7 @@ class RateLimitMiddleware:
     async def process_response(self, request: Request, response: Response) -> Response:
         if "cached" in response.flags:
             return response
-        budget = self._budget()
+        budget = self.budget
         announced = budget is not None and await budget.observe(request, response)
         if is_rate_limited(response):  # a 429, or a 403 that says it is one
             self.stats.inc_value(stat_keys.RATELIMIT_429)
@@ -277,7 +270,7 @@ class RateLimitMiddleware:
         return response
 
     def process_exception(self, request: Request, exception: BaseException) -> None:
-        budget = self._budget()
+        budget = self.budget
         if budget is not None:
             budget.done(request)
 

@@ -34,9 +34,8 @@ from productcrawler.config.sections import (
     RetryConfig,
     StorageConfig,
 )
-from productcrawler.config.values import ConfigError, http_url, mask_url, refuse_credentials, text
+from productcrawler.config.values import ConfigError, http_url, listing_rules, mask_url, refuse_credentials, text
 from productcrawler.ids.idfile import IdFile, IdFileError, scanned
-from productcrawler.listing import ListingError
 from productcrawler.listing.graphql import GraphqlQuery
 from productcrawler.listing.since import ListUrl
 
@@ -173,12 +172,10 @@ def _list_url(read: Reader) -> ListUrl | None:
     if text(read("PRODUCT_LIST_URL")) is None:
         return None
     url = http_url("PRODUCT_LIST_URL", read("PRODUCT_LIST_URL"))
-    try:  # listing's rules say what is wrong; the configuration says it as a ConfigError
+    with listing_rules():
         query = None if text(read("PRODUCT_LIST_QUERY")) is None else GraphqlQuery.parse(
             read("PRODUCT_LIST_QUERY"), read("PRODUCT_LIST_VARIABLES"), read("LIST_CURSOR_PARAM"))
         list_url = ListUrl.parse(url, query, shown=mask_url(url))
-    except ListingError as error:
-        raise ConfigError(str(error)) from None
     refuse_credentials("PRODUCT_LIST_URL", list_url.template)
     return list_url
 

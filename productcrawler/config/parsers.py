@@ -15,8 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from productcrawler.answer.declared import DeclaredColumn, parse_columns
-from productcrawler.config.values import ConfigError, http_url, number, refuse_credentials, shown, text
-from productcrawler.listing import ListingError
+from productcrawler.config.values import ConfigError, http_url, listing_rules, number, refuse_credentials, shown, text
 from productcrawler.listing.since import FullPassEvery
 
 Parser = Callable[[str, Any], Any]
@@ -208,7 +207,5 @@ def http_statuses(name: str, value: Any) -> list[int]:
 
 def full_pass_every(name: str, value: Any) -> FullPassEvery:
     """FULL_PASS_EVERY: a number of passes or a duration (listing/since.py)."""
-    try:
+    with listing_rules():
         return FullPassEvery.parse(value)
-    except ListingError as error:
-        raise ConfigError(str(error)) from None

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from productcrawler.config.reader import Reader
-from productcrawler.config.values import ConfigError, mask_url
-from productcrawler.listing import ListingError, ListingOptions
+from productcrawler.config.values import ConfigError, listing_rules, mask_url
+from productcrawler.listing import ListingOptions
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -125,10 +125,8 @@ class ListingConfig:
     def read_options(cls, read: Reader) -> ListingOptions:
         """The LIST_* settings, checked (ConfigError names the setting); unset ones keep their defaults."""
         given = {option: read(name) for name, option in LISTING_OPTIONS.items()}
-        try:
+        with listing_rules():
             return ListingOptions(**{option: value for option, value in given.items() if value is not None})
-        except ListingError as error:
-            raise ConfigError(str(error)) from None
 
 
 @dataclass(frozen=True)

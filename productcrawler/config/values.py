@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import re
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -26,6 +27,7 @@ from productcrawler.config.url_options import (
     parse_options,
     secret_values,
 )
+from productcrawler.listing import ListingError
 
 #: DATABASE_URL schemes of PostgreSQL (psycopg); they take MySQL's query options.
 POSTGRESQL_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
@@ -33,6 +35,15 @@ POSTGRESQL_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 
 class ConfigError(ValueError):
     """A setting of the contract has a value the crawl cannot run with."""
+
+
+@contextmanager
+def listing_rules() -> Iterator[None]:
+    """Listing's rules (``listing/``) refuse a setting with ListingError, naming it: said here as ConfigError."""
+    try:
+        yield
+    except ListingError as error:
+        raise ConfigError(str(error)) from None
 
 
 def text(value: Any) -> str | None:

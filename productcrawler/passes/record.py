@@ -54,14 +54,14 @@ class SharedPassRecord:
             row = (token, 1, ids.total, began, getattr(ids, "digest", None), source_pass_id)
         # Instances started together look the row up FOR UPDATE at once; MySQL may pick one of
         # them as a deadlock's victim and roll its transaction back: that one asks again.
-        for attempt in range(1, OPEN_ATTEMPTS + 1):
+        for attempt in range(1, OPEN_ATTEMPTS):
             try:
                 return int(await self._run(shared_pass_row, *row))
             except Exception as error:
-                if attempt == OPEN_ATTEMPTS or not is_deadlock(error):
+                if not is_deadlock(error):
                     raise
                 logger.debug("Opening the shared pass's row: deadlock, asking again (%d)", attempt)
-        raise AssertionError("unreachable")
+        return int(await self._run(shared_pass_row, *row))  # the last attempt: its error is the crawl's
 
     async def finish(self, pass_id: int, ids: IdSource, *, listing_removals: bool | None = None) -> bool:
         """Mark the complete pass finished with its summary; True if this instance wrote it.

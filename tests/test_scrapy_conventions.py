@@ -332,6 +332,15 @@ def test_scrapy_settings_shows_the_contract_as_a_crawl_has_it():
     assert (result.returncode, result.stdout.strip()) == (0, "7"), result.stderr[-2000:]
 
 
+@pytest.mark.parametrize(("args", "shown"), [
+    ((), "True"),  # the declared default, not None
+    (("-s", "GUARD_ENABLED=false"), "false"),
+])
+def test_scrapy_settings_shows_a_switch_the_environment_does_not_give(args, shown):
+    result = run_scrapy("settings", *args, "--get", "GUARD_ENABLED", env=crawl_env(GUARD_ENABLED="false"))
+    assert (result.returncode, result.stdout.strip()) == (0, shown), result.stderr[-2000:]
+
+
 # -- the API key goes to the API only ---------------------------------------------------
 
 

@@ -2,7 +2,9 @@
 
 Each name of :data:`~productcrawler.config.declared.DEFAULTS` gets the
 environment's value at Scrapy's "addon" priority, or else its default at
-"default" priority, the one Scrapy keeps its own defaults at. ``settings.py``
+"default" priority, the one Scrapy keeps its own defaults at; each of
+:data:`~productcrawler.config.declared.FIXED_DEFAULTS` (switches and tuning
+the environment does not give) gets its default at "default" priority. ``settings.py``
 (project), a spider's ``custom_settings`` (spider), ``-s NAME=value`` and
 scrapyd's ``setting=NAME=value`` (cmdline) are all higher, so they win; and a
 priority says where a value came from, which :class:`~.reader.Reader`
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.settings import SETTINGS_PRIORITIES
 
-from productcrawler.config.declared import DEFAULTS
+from productcrawler.config.declared import DEFAULTS, FIXED_DEFAULTS
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -49,6 +51,8 @@ def fill_contract(settings: BaseSettings) -> None:
             settings.set(name, default, priority="default")
         else:
             settings.set(name, value, priority=ENVIRONMENT_PRIORITY)
+    for name, default in FIXED_DEFAULTS.items():
+        settings.set(name, default, priority="default")
 
 
 def environment_value(name: str) -> str | None:

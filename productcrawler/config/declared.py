@@ -426,3 +426,9 @@ DECLARED: dict[str, Setting] = {setting.name: setting for setting in (*SETTINGS,
 
 #: name -> default of the settings the add-on fills in (the environment, else this).
 DEFAULTS: dict[str, Any] = {setting.name: setting.default for setting in SETTINGS if setting.environment}
+
+#: name -> default of our settings the environment does not give (``settings.py``, a spider or
+#: ``-s`` do): the add-on fills in the default alone, so that ``scrapy settings`` shows it.
+#: LOG_FORMAT is left out: Scrapy has a default of that name, the logging set-up's.
+FIXED_DEFAULTS: dict[str, Any] = {setting.name: setting.default for setting in SETTINGS
+                                  if not setting.environment and not hasattr(scrapy_defaults, setting.name)}

@@ -10,6 +10,8 @@ import threading
 import time
 from urllib.parse import quote
 
+import pytest
+
 from tests.support.crawls import ROOT, crawl_env, read_lines, run_crawl, start_crawl
 from tests.support.logs import dumped_stats
 from tests.support.services import mysql_query
@@ -134,7 +136,8 @@ def test_database_flush_interval_is_the_time_between_writes(clean_simulator, mys
     assert sum(gap >= interval * 0.7 for gap in gaps) >= 3, gaps
 
 
-def test_a_percent_encoded_database_name_is_the_database_written_to(clean_simulator):
+@pytest.mark.parametrize("kind", ["mysql", "postgresql"])
+def test_a_percent_encoded_database_name_is_the_database_written_to(kind, clean_simulator, request):
     """``café-<n>`` written as ``caf%C3%A9-<n>`` in DATABASE_URL: the rows land in ``café-<n>``."""
     import uuid
 
@@ -143,16 +146,34 @@ def test_a_percent_encoded_database_name_is_the_database_written_to(clean_simula
     from tests.support.services import MYSQL
 
     name = f"pc_test_café-{uuid.uuid4().hex[:8]}"
-    connection = pymysql.connect(**MYSQL)
-    try:
-        connection.cursor().execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+    if kind == "mysql":
+        connection = pymysql.connect(**MYSQL)
+        create, drop = f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4", f"DROP DATABASE IF EXISTS `{name}`"
         url = f"mysql://root@127.0.0.1:3306/{quote(name)}"
+
+        def passes() -> list[tuple]:
+            cursor = connection.cursor()
+            cursor.execute(f"SELECT COUNT(*) FROM `{name}`.crawl_passes")
+            return list(cursor.fetchall())
+
+        def admin(sql: str) -> None:
+            connection.cursor().execute(sql)
+    else:
+        server = request.getfixturevalue("postgres_server")
+        create, drop = f'CREATE DATABASE "{name}"', f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
+        url = server.url(quote(name))
+
+        def passes() -> list[tuple]:
+            return server.admin("SELECT COUNT(*) FROM crawl_passes", database=name)
+
+        admin = server.admin
+    try:
+        admin(create)
         assert "%C3%A9" in url
         result = run_crawl("-a", "end_id=5", settings={"API_BASE_URL": clean_simulator.base_url, "DATABASE_URL": url})
         assert result.returncode == 0, result.stderr[-3000:]
-        cursor = connection.cursor()
-        cursor.execute(f"SELECT COUNT(*) FROM `{name}`.crawl_passes")
-        assert cursor.fetchone() == (1,)
+        assert passes() == [(1,)]
     finally:
-        connection.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
-        connection.close()
+        admin(drop)
+        if kind == "mysql":
+            connection.close()

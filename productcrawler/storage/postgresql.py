@@ -28,7 +28,7 @@ def postgresql_kwargs(url: str, shown: str, connect_timeout: float) -> dict[str,
         raise ConfigError(f"DATABASE_URL={shown!r} cannot be read{password_hint(url)}") from None
     kwargs: dict[str, Any] = {
         "host": parts.hostname, "port": port, "user": unquote(parts.username or "postgres"),
-        "password": unquote(parts.password or ""), "dbname": parts.path.strip("/"),
+        "password": unquote(parts.password or ""), "dbname": unquote(parts.path.strip("/")),
         "connect_timeout": max(1, int(connect_timeout)), "autocommit": False,
         "application_name": "productcrawler",
         # psycopg prepares a statement run often; a generic plan made while a table was small (a

@@ -77,6 +77,8 @@ BAD = [
      ["PRODUCT_URL", "shop:***@shop.test", "use API_AUTH=basic"]),
     ({}, (), {"API_BASE_URL": "https://shop:" + SECRET + "@shop.test/v1"},
      ["API_BASE_URL", "shop:***@shop.test", "use API_AUTH=basic"]),
+    ({}, (), {"PRODUCT_LIST_URL": "https://shop:" + SECRET + "@shop.test/admin/products.json"},
+     ["PRODUCT_LIST_URL", "shop:***@shop.test", "use API_AUTH=basic"]),
     # A component's own setting, read by the start-up checks too.
     ({"RATE_LIMIT_ENABLED": "maybe"}, (), {}, ["RATE_LIMIT_ENABLED", "'maybe'", "not a boolean"]),
     # Refused before the download handler exists: refused by the rate limit's

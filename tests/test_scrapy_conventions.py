@@ -386,6 +386,7 @@ SECRET = "s3cr3t-0f-th1s-t3st"
     ("PUSHGATEWAY_URL", f"https://push:{SECRET}@push.internal", "https://push:***@push.internal"),
     ("API_BASE_URL", f"https://u:{SECRET}@api.internal/v1", "https://u:***@api.internal/v1"),
     ("PRODUCT_URL", f"https://u:{SECRET}@api.internal/p/{{id}}", "https://u:***@api.internal/p/{id}"),
+    ("PRODUCT_LIST_URL", f"https://u:{SECRET}@api.internal/products.json", "https://u:***@api.internal/products.json"),
     ("PROXY_URLS", f"http://p:{SECRET}@proxy1:3128,http://proxy2:3128", "http://p:***@proxy1:3128,http://proxy2:3128"),
     ("API_HEADERS", f'{{"X-Tenant": "{SECRET}"}}', '{"X-Tenant": "***"}'),
     ("API_HEADERS", f'not json {SECRET}', "***"),

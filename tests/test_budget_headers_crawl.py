@@ -173,8 +173,9 @@ def test_a_stop_does_not_wait_for_an_announced_reset(budget_servers, instances, 
             time.sleep(0.2)
         assert len(arrivals) < end  # it waits: the ids are not all fetched
         print(f"waiting after {len(arrivals)} requests, {time.monotonic() - deadline + 60:.1f} s in")
-        for process in processes:
-            process.send_signal(signal.SIGINT)
+        # SIGTERM (docker stop, Kubernetes) and SIGINT (Ctrl-C): both stop gracefully.
+        for process, sent in zip(processes, (signal.SIGTERM, signal.SIGINT), strict=False):
+            process.send_signal(sent)
         stopped = time.monotonic()
         for process in processes:
             code, output = finish(process, timeout=60)

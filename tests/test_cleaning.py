@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import timeit
 from datetime import datetime
 from decimal import Decimal
@@ -480,3 +481,28 @@ def test_json_nan_and_infinity_are_dropped() -> None:
     item, dropped = parse(raw)
     assert (item.price, item.rating, item.stock) == (None, None, None)
     assert dropped == ["price", "stock", "rating"]
+
+
+# --- a listed product's own id ----------------------------------------------
+
+
+@pytest.mark.parametrize(("listed", "says"), [
+    ("SKU\x00-1", "U+0000"),
+    ("SKU\x1b[2J", "U+001B"),
+    ("SKU\u0085", "U+0085"),
+    ("S" * 65, "65 characters long"),
+])
+def test_a_listed_string_id_is_refused_as_an_id_file_refuses_it(listed, says) -> None:
+    from productcrawler.answer.cleaning import clean_product
+
+    with pytest.raises(BadResponse, match=re.escape(says)) as raised:
+        clean_product({**PRODUCT, "product_id": listed}, None, FETCHED_AT, id_type="string")
+    assert raised.value.reason == "not_a_product"
+
+
+def test_a_listed_string_id_keeps_its_tab_and_its_64_characters() -> None:
+    from productcrawler.answer.cleaning import clean_product
+
+    for listed in ("SKU\t1", "S" * 64):
+        item, _dropped = clean_product({**PRODUCT, "product_id": listed}, None, FETCHED_AT, id_type="string")
+        assert item.product_id == listed

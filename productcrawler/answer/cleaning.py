@@ -30,6 +30,7 @@ from w3lib.html import remove_tags, replace_entities
 
 from productcrawler.answer.declared import DeclaredColumn, clean_declared
 from productcrawler.answer.payload import ABSENT, DEFAULT_SHAPE, BadResponse, PayloadShape
+from productcrawler.ids.idfile import string_id_fault
 from productcrawler.items import ProductItem
 
 __all__ = ["BadResponse", "clean_count", "clean_label", "clean_name", "clean_price", "clean_product",
@@ -145,6 +146,9 @@ def _listed_id(value: object, id_type: str) -> int | str:
         text = _string_id(value)
         if text is None or not text.strip():
             raise BadResponse("not_a_product", f"product id {value!r}")
+        fault = string_id_fault(text)
+        if fault is not None:  # an id file's rule: a NUL or a 65th character would reach the table
+            raise BadResponse("not_a_product", f"the product id {fault}: {text[:40]!r}")
         return text
     number = _decimal(value)
     if number is None or not number.is_finite() or number != number.to_integral_value() or not 0 < number <= MAX_ID:

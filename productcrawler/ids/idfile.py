@@ -61,11 +61,22 @@ def parse_id(raw: bytes, id_type: str) -> int | str:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{_shown(raw)} is not UTF-8") from None
+    fault = string_id_fault(text)
+    if fault is not None:
+        raise ValueError(f"{_shown(raw)} {fault}")
+    return text
+
+
+def string_id_fault(text: str) -> str | None:
+    """Why ``text`` cannot be a string id (too long, a control character), or None: the rule for an id
+    read from a file and for one a listing gives."""
+    if len(text) > MAX_ID_LENGTH:
+        return f"is {len(text)} characters long; at most {MAX_ID_LENGTH} are allowed"
     control = _CONTROL.search(text)
     if control is not None:
-        raise ValueError(f"{_shown(raw)} holds the control character U+{ord(control.group()):04X}; "
-                         "an id may hold a tab, but no other control character")
-    return text
+        return (f"holds the control character U+{ord(control.group()):04X}; "
+                "an id may hold a tab, but no other control character")
+    return None
 
 
 def _shown(raw: bytes) -> str:

@@ -281,6 +281,25 @@ def test_distinct_content_types_from_the_api_hold_the_memo_at_its_bound(server: 
     assert class_for_content_type.cache_info().currsize == MAX_CONTENT_TYPES
 
 
+def test_distinct_peer_addresses_hold_their_memo_at_its_bound() -> None:
+    """Each answer's peer address is memoised as an ip_address; 10,000 distinct peers (a proxy pool, DNS
+    round robin) keep at most _MAX_PEERS of them, and a memoised one is the same object again."""
+    from productcrawler.download.handler import _MAX_PEERS
+
+    async def memoise_all() -> None:
+        handler = build_from_crawler(OURS, get_crawler())
+        try:
+            for n in range(10_000):
+                host = f"10.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"
+                assert str(handler._address(host)) == host
+                assert len(handler._addresses) <= _MAX_PEERS
+            assert handler._address("10.0.39.15") is handler._address("10.0.39.15")
+        finally:
+            await handler.close()
+
+    on_reactor_loop(memoise_all())
+
+
 def test_the_crawl_asks_for_compressed_answers_and_decodes_them(fresh: Server) -> None:
     """Scrapy's HttpCompressionMiddleware (on in the project's settings) around our handler: a listing
     page of 2,000 products travels as a tenth of its size or less."""

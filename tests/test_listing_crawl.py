@@ -23,9 +23,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.support.crawls import finish, run_crawl, start_crawl, wait_for
+from tests.support.crawls import ROOT, finish, run_crawl, start_crawl, wait_for
 from tests.support.imitations import magento
 from tests.support.imitations.served import ImitationsProcess
+from tests.support.logs import log_lines
 from tests.support.recipes import APIS, money, recipe
 from tests.support.services import REDIS_URL
 from tests.support.services import query as database_rows
@@ -55,9 +56,10 @@ def apis() -> Iterator[ImitationsProcess]:
         yield process
 
 
-def listing_settings(apis: ImitationsProcess, name: str, database: Path, **more: Any) -> dict[str, Any]:
-    """The vendor's listing recipe, pointed at its imitation, with its real key."""
-    settings: dict[str, Any] = recipe(f"{name}-list")
+def listing_settings(apis: ImitationsProcess, name: str, database: Path, *, form: str = "list",
+                     **more: Any) -> dict[str, Any]:
+    """The vendor's listing recipe (``NAME-list``, or ``NAME-FORM``), pointed at its imitation, with its real key."""
+    settings: dict[str, Any] = recipe(f"{name}-{form}")
     parts = urlsplit(settings["PRODUCT_LIST_URL"])
     settings["PRODUCT_LIST_URL"] = settings["PRODUCT_LIST_URL"].replace(f"{parts.scheme}://{parts.netloc}",
                                                                         apis.url(name))
@@ -94,11 +96,35 @@ def page_size(settings: dict[str, Any]) -> int:
     return next(int(query_[name][0]) for name in PAGE_SIZE_PARAMS if name in query_)
 
 
-@pytest.mark.parametrize("name", ["shopify", "woocommerce", "bigcommerce", "magento", "bestbuy", "dummyjson"])
-def test_each_cookbook_listing_stores_every_product_in_pages_plus_one_request(apis, name, tmp_path):
+def listing_lines(stderr: str) -> list[str]:
+    """The INFO lines that say which pagination style a listing has (``Listing URL: style``)."""
+    return [line.partition("] INFO: ")[2] for line in log_lines(stderr, "INFO") if "] INFO: Listing " in line]
+
+
+#: The pagination style each cookbook listing is recognised as (its INFO line), by recipe; {pages}: its pages.
+STYLES = {
+    "shopify-list": 'next page from the Link header\'s rel="next"',
+    "woocommerce-list": "page numbers in ?page=, page size in ?per_page=; {pages} pages from "
+                        "header:X-WP-TotalPages (counts pages)",
+    "bigcommerce-list": "page numbers in ?page=, page size in ?limit=; {pages} pages from "
+                        "body:meta.pagination.total_pages (counts pages)",
+    "magento-list": "page numbers in ?searchCriteria[currentPage]=, page size in ?searchCriteria[pageSize]=; "
+                    "{pages} pages from body:total_count (counts items)",
+    "bestbuy-list": "page numbers in ?page=, page size in ?pageSize=; {pages} pages from body:totalPages "
+                    "(counts pages)",
+    "bestbuy-cursor-list": "cursor in the body at nextCursorMark, sent back as ?cursorMark=",
+    "dummyjson-list": "offsets in ?skip=, page size in ?limit=; {pages} pages from body:total (counts items)",
+}
+#: Every listing block of docs/cookbook.md: one that STYLES lacks fails here, not uncrawled.
+LIST_RECIPES = re.findall(r"<!-- cookbook: ([a-z-]+-list) -->", (ROOT / "docs" / "cookbook.md").read_text())
+
+
+@pytest.mark.parametrize("recipe_name", LIST_RECIPES)
+def test_each_cookbook_listing_stores_every_product_in_pages_plus_one_request(apis, recipe_name, tmp_path):
     apis.reset()
+    name, _, form = recipe_name.partition("-")
     database = tmp_path / "products.db"
-    settings = listing_settings(apis, name, database)
+    settings = listing_settings(apis, name, database, form=form)
     done = run_crawl(settings=settings)
     assert done.returncode == 0, done.stderr[-3000:]
     assert rows(database) == expected(apis, name)
@@ -111,6 +137,9 @@ def test_each_cookbook_listing_stores_every_product_in_pages_plus_one_request(ap
     assert KEYS[name] is None or KEYS[name] not in done.stdout + done.stderr
     # The pass is complete: every page stored, its summary written.
     assert query(database, "SELECT stored, failed FROM crawl_passes") == [(len(expected(apis, name)), 0)]
+    # One INFO line says which style was recognised, and from what.
+    assert listing_lines(done.stderr) == [
+        f"Listing {settings['PRODUCT_LIST_URL']}: {STYLES[recipe_name].format(pages=pages)}"]
 
 
 def test_the_shopify_listing_keeps_the_documented_budget_with_no_429(apis, tmp_path):

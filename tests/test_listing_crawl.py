@@ -26,7 +26,7 @@ import pytest
 from tests.support.crawls import ROOT, finish, run_crawl, start_crawl, wait_for
 from tests.support.imitations import magento
 from tests.support.imitations.served import ImitationsProcess
-from tests.support.logs import log_lines
+from tests.support.logs import dumped_stat, log_lines
 from tests.support.recipes import APIS, money, recipe
 from tests.support.services import REDIS_URL
 from tests.support.services import query as database_rows
@@ -140,6 +140,30 @@ def test_each_cookbook_listing_stores_every_product_in_pages_plus_one_request(ap
     # One INFO line says which style was recognised, and from what.
     assert listing_lines(done.stderr) == [
         f"Listing {settings['PRODUCT_LIST_URL']}: {STYLES[recipe_name].format(pages=pages)}"]
+
+
+def test_a_magento_listing_without_its_total_ends_at_the_echo_of_the_last_page(apis, tmp_path):
+    """Adobe's filtered answers (``fields=items[...]``) lack total_count unless it is named: 300 products at
+    100 a page are 3 pages, and page 4, past the end, answers page 3 again."""
+    apis.reset()
+    database = tmp_path / "products.db"
+    settings = listing_settings(apis, "magento", database)
+    settings["PRODUCT_LIST_URL"] = (settings["PRODUCT_LIST_URL"].replace("[pageSize]=200", "[pageSize]=100")
+                                    + "&fields=items[sku,name,price,extension_attributes[stock_item[qty]]]")
+    assert len(expected(apis, "magento")) == 300  # whole pages: the last one is full, so only the echo ends it
+    done = run_crawl(settings=settings)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert rows(database) == expected(apis, "magento")
+    [line] = listing_lines(done.stderr)
+    assert line.endswith("; no total: the listing ends at an empty page, a page with fewer products than page 1 "
+                         "or a page that repeats the one before"), line
+    asked = [parse_qs(a["query"])["searchCriteria[currentPage]"] for a in list_arrivals(apis, "magento")]
+    assert sorted(asked) == [["1"], ["2"], ["3"], ["4"]]  # the pages, and the echo
+    # The echo ends the listing: its products (page 3's) are not written a second time.
+    assert query(database, "SELECT page, products FROM listing_pages ORDER BY page") == [
+        (1, 100), (2, 100), (3, 100), (4, 0)]
+    assert dumped_stat(done.stderr, "productcrawler/stored") == 300
+    assert query(database, "SELECT stored, failed FROM crawl_passes") == [(300, 0)]
 
 
 def test_the_shopify_listing_keeps_the_documented_budget_with_no_429(apis, tmp_path):

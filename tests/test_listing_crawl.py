@@ -3,7 +3,10 @@
 The imitations (tests/support/imitations/) follow each vendor's documented
 pagination, end of the list and budget, not our code: every product must end
 stored with its values, in at most the listing's pages plus one request, with
-no request refused for its credentials and at most 1 % answered 429; a pass
+no request refused for its credentials and at most 1 % answered 429, and one
+INFO line naming its pagination style; a listing without its total ends at
+Magento's echo of the last page, storing it once; a listing that no longer
+has a PRODUCT_FIELDS path stops at field drift (exit 3) writing nothing; a pass
 resumes after kill -9 at the first page not stored whole; two instances share
 one numbered listing through Redis (no page twice) and a cursor chain (its
 walker killed, the other takes over); a complete listing marks what it lacked
@@ -164,6 +167,36 @@ def test_a_magento_listing_without_its_total_ends_at_the_echo_of_the_last_page(a
         (1, 100), (2, 100), (3, 100), (4, 0)]
     assert dumped_stat(done.stderr, "productcrawler/stored") == 300
     assert query(database, "SELECT stored, failed FROM crawl_passes") == [(300, 0)]
+
+
+def test_a_listing_whose_field_paths_are_gone_stops_with_exit_3_and_writes_nothing(apis, tmp_path):
+    """Field drift on a listing: after a complete pass, the listing trimmed to ``fields=id,title,vendor,
+    product_type`` lacks ``variants``, where PRODUCT_FIELDS reads price and stock (300 products, 3 pages)."""
+    apis.rebuild("shopify")
+    apis.reset()
+    database = tmp_path / "products.db"
+    settings = listing_settings(apis, "shopify", database, MAX_REQUESTS_PER_SECOND=20)
+    settings["PRODUCT_LIST_URL"] = settings["PRODUCT_LIST_URL"].replace("limit=250", "limit=100")
+    first = run_crawl(settings=settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = rows(database)
+    assert before == expected(apis, "shopify") and len(before) == 300
+    trimmed = {**settings, "PRODUCT_LIST_URL": settings["PRODUCT_LIST_URL"] + "&fields=id,title,vendor,product_type"}
+    second = run_crawl(settings=trimmed)
+    assert second.returncode == 3, second.stderr[-3000:]
+    [error] = log_lines(second.stderr, "ERROR")
+    assert "Stopping the crawl: field drift" in error
+    for column in ("price", "stock"):
+        assert f"{column} (non-NULL in 100% of the 300 products pass 1 stored" in error, error
+    assert "category (non-NULL" not in error and "brand (non-NULL" not in error  # still listed: not named
+    assert "the answers now carry the keys: id, title, vendor, product_type;" in error, error
+    assert "price=<its new path>" in error
+    # Not one row of the second pass: every stored price and stock is intact, no change recorded, no page done.
+    assert rows(database) == before
+    assert query(database, "SELECT COUNT(*) FROM product_changes WHERE pass_id = 2") == [(0,)]
+    assert query(database, "SELECT COUNT(*) FROM listing_pages WHERE pass_id = 2 AND done_at IS NOT NULL") == [(0,)]
+    assert query(database, "SELECT pass_id, finished_at IS NULL FROM crawl_passes ORDER BY pass_id") == [
+        (1, 0), (2, 1)]
 
 
 def test_the_shopify_listing_keeps_the_documented_budget_with_no_429(apis, tmp_path):

@@ -219,6 +219,18 @@ def test_magento_pages_by_total_count_and_past_the_end_answers_the_last_page_aga
         assert get(f"{api.url}/rest/default/V1/products", MAGENTO)[0] == 400  # searchCriteria is required
 
 
+def test_magento_fields_keep_what_they_name_and_total_count_only_when_named():
+    with Served(magento.Magento(size=SIZE)) as api:
+        wanted = "fields=items[sku,extension_attributes[stock_item[qty]]]"
+        body = magento_page(api, 100, 1, wanted)
+        assert list(body) == ["items"]  # no total_count, no search_criteria
+        assert body["items"][0] == {"sku": "WS12 M/Blue", "extension_attributes": {"stock_item": {"qty": 100}}}
+        assert magento_page(api, 100, 1, "fields=items[sku],total_count")["total_count"] == SIZE
+        status, _, one = get(f"{api.url}{magento.PREFIX}WS12%20M%2FBlue?fields=sku,price", MAGENTO)
+        assert (status, one) == (200, {"sku": "WS12 M/Blue", "price": 22})
+        assert get(f"{api.url}/rest/V1/products?searchCriteria[pageSize]=1&fields=items[sku", MAGENTO)[0] == 400
+
+
 def test_magento_updated_at_gt_answers_the_changed_products():
     with Served(magento.Magento(size=SIZE)) as api:
         before = magento.spell(api.imitation.clock)

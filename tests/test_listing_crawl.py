@@ -3,7 +3,10 @@
 The imitations (tests/support/imitations/) follow each vendor's documented
 pagination, end of the list and budget, not our code: every product must end
 stored with its values, in at most the listing's pages plus one request, with
-no request refused for its credentials and at most 1 % answered 429; a pass
+no request refused for its credentials and at most 1 % answered 429, and one
+INFO line naming its pagination style; a listing without its total ends at
+Magento's echo of the last page, storing it once; a listing that no longer
+has a PRODUCT_FIELDS path stops at field drift (exit 3) writing nothing; a pass
 resumes after kill -9 at the first page not stored whole; two instances share
 one numbered listing through Redis (no page twice) and a cursor chain (its
 walker killed, the other takes over); a complete listing marks what it lacked
@@ -23,9 +26,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.support.crawls import finish, run_crawl, start_crawl, wait_for
+from tests.support.crawls import ROOT, finish, run_crawl, start_crawl, wait_for
 from tests.support.imitations import magento
 from tests.support.imitations.served import ImitationsProcess
+from tests.support.logs import dumped_stat, log_lines
 from tests.support.recipes import APIS, money, recipe
 from tests.support.services import REDIS_URL
 from tests.support.services import query as database_rows
@@ -55,9 +59,10 @@ def apis() -> Iterator[ImitationsProcess]:
         yield process
 
 
-def listing_settings(apis: ImitationsProcess, name: str, database: Path, **more: Any) -> dict[str, Any]:
-    """The vendor's listing recipe, pointed at its imitation, with its real key."""
-    settings: dict[str, Any] = recipe(f"{name}-list")
+def listing_settings(apis: ImitationsProcess, name: str, database: Path, *, form: str = "list",
+                     **more: Any) -> dict[str, Any]:
+    """The vendor's listing recipe (``NAME-list``, or ``NAME-FORM``), pointed at its imitation, with its real key."""
+    settings: dict[str, Any] = recipe(f"{name}-{form}")
     parts = urlsplit(settings["PRODUCT_LIST_URL"])
     settings["PRODUCT_LIST_URL"] = settings["PRODUCT_LIST_URL"].replace(f"{parts.scheme}://{parts.netloc}",
                                                                         apis.url(name))
@@ -94,11 +99,35 @@ def page_size(settings: dict[str, Any]) -> int:
     return next(int(query_[name][0]) for name in PAGE_SIZE_PARAMS if name in query_)
 
 
-@pytest.mark.parametrize("name", ["shopify", "woocommerce", "bigcommerce", "magento", "bestbuy", "dummyjson"])
-def test_each_cookbook_listing_stores_every_product_in_pages_plus_one_request(apis, name, tmp_path):
+def listing_lines(stderr: str) -> list[str]:
+    """The INFO lines that say which pagination style a listing has (``Listing URL: style``)."""
+    return [line.partition("] INFO: ")[2] for line in log_lines(stderr, "INFO") if "] INFO: Listing " in line]
+
+
+#: The pagination style each cookbook listing is recognised as (its INFO line), by recipe; {pages}: its pages.
+STYLES = {
+    "shopify-list": 'next page from the Link header\'s rel="next"',
+    "woocommerce-list": "page numbers in ?page=, page size in ?per_page=; {pages} pages from "
+                        "header:X-WP-TotalPages (counts pages)",
+    "bigcommerce-list": "page numbers in ?page=, page size in ?limit=; {pages} pages from "
+                        "body:meta.pagination.total_pages (counts pages)",
+    "magento-list": "page numbers in ?searchCriteria[currentPage]=, page size in ?searchCriteria[pageSize]=; "
+                    "{pages} pages from body:total_count (counts items)",
+    "bestbuy-list": "page numbers in ?page=, page size in ?pageSize=; {pages} pages from body:totalPages "
+                    "(counts pages)",
+    "bestbuy-cursor-list": "cursor in the body at nextCursorMark, sent back as ?cursorMark=",
+    "dummyjson-list": "offsets in ?skip=, page size in ?limit=; {pages} pages from body:total (counts items)",
+}
+#: Every listing block of docs/cookbook.md: one that STYLES lacks fails here, not uncrawled.
+LIST_RECIPES = re.findall(r"<!-- cookbook: ([a-z-]+-list) -->", (ROOT / "docs" / "cookbook.md").read_text())
+
+
+@pytest.mark.parametrize("recipe_name", LIST_RECIPES)
+def test_each_cookbook_listing_stores_every_product_in_pages_plus_one_request(apis, recipe_name, tmp_path):
     apis.reset()
+    name, _, form = recipe_name.partition("-")
     database = tmp_path / "products.db"
-    settings = listing_settings(apis, name, database)
+    settings = listing_settings(apis, name, database, form=form)
     done = run_crawl(settings=settings)
     assert done.returncode == 0, done.stderr[-3000:]
     assert rows(database) == expected(apis, name)
@@ -111,6 +140,63 @@ def test_each_cookbook_listing_stores_every_product_in_pages_plus_one_request(ap
     assert KEYS[name] is None or KEYS[name] not in done.stdout + done.stderr
     # The pass is complete: every page stored, its summary written.
     assert query(database, "SELECT stored, failed FROM crawl_passes") == [(len(expected(apis, name)), 0)]
+    # One INFO line says which style was recognised, and from what.
+    assert listing_lines(done.stderr) == [
+        f"Listing {settings['PRODUCT_LIST_URL']}: {STYLES[recipe_name].format(pages=pages)}"]
+
+
+def test_a_magento_listing_without_its_total_ends_at_the_echo_of_the_last_page(apis, tmp_path):
+    """Adobe's filtered answers (``fields=items[...]``) lack total_count unless it is named: 300 products at
+    100 a page are 3 pages, and page 4, past the end, answers page 3 again."""
+    apis.reset()
+    database = tmp_path / "products.db"
+    settings = listing_settings(apis, "magento", database)
+    settings["PRODUCT_LIST_URL"] = (settings["PRODUCT_LIST_URL"].replace("[pageSize]=200", "[pageSize]=100")
+                                    + "&fields=items[sku,name,price,extension_attributes[stock_item[qty]]]")
+    assert len(expected(apis, "magento")) == 300  # whole pages: the last one is full, so only the echo ends it
+    done = run_crawl(settings=settings)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert rows(database) == expected(apis, "magento")
+    [line] = listing_lines(done.stderr)
+    assert line.endswith("; no total: the listing ends at an empty page, a page with fewer products than page 1 "
+                         "or a page that repeats the one before"), line
+    asked = [parse_qs(a["query"])["searchCriteria[currentPage]"] for a in list_arrivals(apis, "magento")]
+    assert sorted(asked) == [["1"], ["2"], ["3"], ["4"]]  # the pages, and the echo
+    # The echo ends the listing: its products (page 3's) are not written a second time.
+    assert query(database, "SELECT page, products FROM listing_pages ORDER BY page") == [
+        (1, 100), (2, 100), (3, 100), (4, 0)]
+    assert dumped_stat(done.stderr, "productcrawler/stored") == 300
+    assert query(database, "SELECT stored, failed FROM crawl_passes") == [(300, 0)]
+
+
+def test_a_listing_whose_field_paths_are_gone_stops_with_exit_3_and_writes_nothing(apis, tmp_path):
+    """Field drift on a listing: after a complete pass, the listing trimmed to ``fields=id,title,vendor,
+    product_type`` lacks ``variants``, where PRODUCT_FIELDS reads price and stock (300 products, 3 pages)."""
+    apis.rebuild("shopify")
+    apis.reset()
+    database = tmp_path / "products.db"
+    settings = listing_settings(apis, "shopify", database, MAX_REQUESTS_PER_SECOND=20)
+    settings["PRODUCT_LIST_URL"] = settings["PRODUCT_LIST_URL"].replace("limit=250", "limit=100")
+    first = run_crawl(settings=settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = rows(database)
+    assert before == expected(apis, "shopify") and len(before) == 300
+    trimmed = {**settings, "PRODUCT_LIST_URL": settings["PRODUCT_LIST_URL"] + "&fields=id,title,vendor,product_type"}
+    second = run_crawl(settings=trimmed)
+    assert second.returncode == 3, second.stderr[-3000:]
+    [error] = log_lines(second.stderr, "ERROR")
+    assert "Stopping the crawl: field drift" in error
+    for column in ("price", "stock"):
+        assert f"{column} (non-NULL in 100% of the 300 products pass 1 stored" in error, error
+    assert "category (non-NULL" not in error and "brand (non-NULL" not in error  # still listed: not named
+    assert "the answers now carry the keys: id, title, vendor, product_type;" in error, error
+    assert "price=<its new path>" in error
+    # Not one row of the second pass: every stored price and stock is intact, no change recorded, no page done.
+    assert rows(database) == before
+    assert query(database, "SELECT COUNT(*) FROM product_changes WHERE pass_id = 2") == [(0,)]
+    assert query(database, "SELECT COUNT(*) FROM listing_pages WHERE pass_id = 2 AND done_at IS NOT NULL") == [(0,)]
+    assert query(database, "SELECT pass_id, finished_at IS NULL FROM crawl_passes ORDER BY pass_id") == [
+        (1, 0), (2, 1)]
 
 
 def test_the_shopify_listing_keeps_the_documented_budget_with_no_429(apis, tmp_path):

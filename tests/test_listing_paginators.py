@@ -243,6 +243,8 @@ def test_magento_without_a_total_ends_at_the_echo_of_the_last_page() -> None:
     assert paginator.style == "page_number" and "no total" in paginator.describe()
     asked, ids = walk(paginator, recorded, MAGENTO_FIRST)
     assert asked == list(recorded)[:3] and ids == [1546, 1547, 1548, 1549, 1548, 1549]
+    # Page 3 is the echo: the end, with no products of its own (the reader stores none of them).
+    assert paginator.echoed(3) and not paginator.echoed(2)
 
 
 @pytest.mark.parametrize("first", [MAGENTO_FIRST, MAGENTO_FIRST.replace("[", "%5B").replace("]", "%5D"),

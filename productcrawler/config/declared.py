@@ -148,10 +148,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("PRODUCT_ID_END", 50_000, p.whole(minimum=1, maximum=MAX_INT_ID), "ids", "id",
             "last id of the inclusive range; spider arg `-a end_id=` overrides",
             "50000"),
-    Setting("PRODUCT_IDS", None, p.raw, "ids", "`@path` or `failed`",
-            "ids that are not a dense range, instead of it: `@path` (a file, one id a line, streamed) or "
-            "`failed` (the ids recorded failed in the latest pass); spider arg `-a ids=` overrides; see "
-            "[Ids](ids.md)",
+    Setting("PRODUCT_IDS", None, p.raw, "ids", "`@path`, `failed` or `list`",
+            "ids that are not a dense range, instead of it: `@path` (a file, one id a line, streamed), "
+            "`failed` (the ids recorded failed in the latest pass) or `list` (the ids `PRODUCT_LIST_URL` "
+            "lists, each product then fetched by `PRODUCT_URL`; see "
+            "[Listing](listing.md#ids-from-the-listing-product_idslist)); spider arg `-a ids=` overrides "
+            "(`@path` or `failed`); see [Ids](ids.md)",
             "unset: the range"),
     Setting("PRODUCT_ID_TYPE", "int", p.id_type, "ids", "`int` or `string`",
             "`int` (64-bit, `BIGINT` columns) or `string` (SKUs of up to 64 characters, `VARCHAR(64)`); "

@@ -39,6 +39,8 @@ class Paginator(Protocol):
     def next_url(self, answer: ListAnswer, products_on_page: int, page: int,
                  ids: Sequence[object] | None = None) -> str | None: ...
 
+    def echoed(self, page: int) -> bool: ...
+
 
 @dataclass(eq=False)
 class Walk:
@@ -47,6 +49,7 @@ class Walk:
     style: ClassVar[str] = ""
     numbered: ClassVar[bool] = False
     _last: tuple[int, tuple[object, ...]] | None = field(default=None, init=False, repr=False)
+    _echo: int | None = field(default=None, init=False, repr=False)
 
     def repeats(self, page: int, ids: Sequence[object] | None) -> bool:
         """Whether ``ids`` (this page's product ids) are the previous page's; remembers them for the next page.
@@ -59,7 +62,14 @@ class Walk:
             return False
         current = tuple(ids)
         previous, self._last = self._last, (page, current)
-        return bool(current) and previous is not None and previous == (page - 1, current)
+        repeated = bool(current) and previous is not None and previous == (page - 1, current)
+        if repeated:
+            self._echo = page
+        return repeated
+
+    def echoed(self, page: int) -> bool:
+        """Whether page ``page`` repeated the page before it: the end, and no products of its own."""
+        return self._echo == page
 
     def total_pages(self, first: ListAnswer, products_on_page: int) -> int | None:
         return None

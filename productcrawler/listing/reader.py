@@ -39,10 +39,11 @@ class PageReader:
         self.paginator: Paginator | None = paginator_for(options)
         #: Pages in the listing, once page 1 of a numbered listing said; None: unknown.
         self.total_pages: int | None = None
-        self._previous_ids: tuple[Any, ...] | None = None
 
     def read(self, page: int, response: Response) -> tuple[list[Any], dict[int, str]]:
         """The page's product objects, and the pages it makes known (page -> URL).
+
+        A page that repeats the one before (an answer past the end) is the listing's end, with no products.
 
         Raises ``BadResponse`` for an answer that is not JSON, ``ListingError`` for one that is
         no listing page (no products where they should be, no pagination to recognise),
@@ -69,7 +70,11 @@ class PageReader:
             logger.info("Listing %s: %s", self.locator(1), paginator.describe())
         # What tells one page's products from another's (the echo check): each object's id, else the object.
         ids = [listed.get("id", listed) if isinstance(listed, dict) else listed for listed in products]
-        return products, self._revealed(paginator, page, answer, len(products), ids)
+        revealed = self._revealed(paginator, page, answer, len(products), ids)
+        if paginator.echoed(page):
+            # Magento's answer past the end: the last page again, whose products that page brought.
+            return [], revealed
+        return products, revealed
 
     def _revealed(self, paginator: Paginator, page: int, answer: ListAnswer, count: int,
                   ids: list[object]) -> dict[int, str]:

@@ -108,6 +108,15 @@ def test_a_missing_file_and_other_values_are_refused(tmp_path):
         CrawlConfig.from_settings(Settings({}), ids="@/no/such")
 
 
+def test_the_ids_of_the_listing_are_taken_from_the_setting_or_the_spider_argument():
+    listing = {"PRODUCT_LIST_URL": "https://shop.test/products.json", "PRODUCT_URL": "https://shop.test/p/{id}.json"}
+    assert config(PRODUCT_IDS="list", **listing).ids.from_listing
+    assert CrawlConfig.from_settings(Settings(listing), ids="list").ids.from_listing
+    assert not CrawlConfig.from_settings(Settings({**listing, "PRODUCT_IDS": "list"}), ids="failed").ids.from_listing
+    with pytest.raises(ConfigError, match=r"ids and start_id/end_id are both given"):
+        CrawlConfig.from_settings(Settings(listing), start_id="1", ids="list")
+
+
 def test_failed_and_64_bit_ranges_are_accepted():
     assert config(PRODUCT_IDS="failed").ids.failed_only
     wide = config(PRODUCT_ID_START=10**12, PRODUCT_ID_END=10**12 + 5)

@@ -213,9 +213,12 @@ def _ids(read: Reader, start_id: Any, end_id: Any, ids: Any) -> IdsConfig:
         raise ConfigError(f"{start_name}={start} to {end_name}={end} spans {end - start + 1} ids; a pass "
                           f"spans at most {MAX_RANGE_IDS} (list sparse ids in a file: PRODUCT_IDS=@path)")
     id_type = read("PRODUCT_ID_TYPE")
-    from_listing = ids is None and (text(read("PRODUCT_IDS")) or "").lower() == LISTED_IDS
+    given_range = start_id is not None or end_id is not None
+    # -a ids=list beside a range goes on to _id_list, which refuses the two together.
+    from_listing = (text(ids if ids is not None else read("PRODUCT_IDS")) or "").lower() == LISTED_IDS and not (
+        ids is not None and given_range)
     id_file, failed_only = (None, False) if from_listing else _id_list(
-        read, ids, given_range=start_id is not None or end_id is not None, id_type=id_type)
+        read, ids, given_range=given_range, id_type=id_type)
     return IdsConfig(start_id=start, end_id=end, type=id_type, file=id_file, failed_only=failed_only,
                      from_listing=from_listing)
 

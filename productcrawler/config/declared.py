@@ -153,7 +153,7 @@ SETTINGS: tuple[Setting, ...] = (
             "`failed` (the ids recorded failed in the latest pass) or `list` (the ids `PRODUCT_LIST_URL` "
             "lists, each product then fetched by `PRODUCT_URL`; see "
             "[Listing](listing.md#ids-from-the-listing-product_idslist)); spider arg `-a ids=` overrides "
-            "(`@path` or `failed`); see [Ids](ids.md)",
+            "(any of the three); see [Ids](ids.md)",
             "unset: the range"),
     Setting("PRODUCT_ID_TYPE", "int", p.id_type, "ids", "`int` or `string`",
             "`int` (64-bit, `BIGINT` columns) or `string` (SKUs of up to 64 characters, `VARCHAR(64)`); "

@@ -4,7 +4,8 @@ The answers are the vendors' documented ones: GitHub's primary limit spent
 (403, ``x-ratelimit-remaining: 0`` and the reset in epoch seconds) and its
 403 for a token that may not read (the budget not spent), Best Buy's gateway
 over its per-second quota (HTML) and its daily one (JSON), both without budget
-headers, and Best Buy's refused key.
+headers, and Best Buy's refused key; Mashery's ``X-Mashery-Error-Code`` for a
+key over its per-second or daily limit, and for one refused.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ GITHUB_EXCEEDED = {"message": "API rate limit exceeded for user ID 1.",
                    "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}
 GITHUB_FORBIDDEN = {"message": "Resource not accessible by integration",
                     "documentation_url": "https://docs.github.com/rest"}
-BESTBUY_PER_SECOND = b"<h1>Developer Over Qps</h1><h1>Over Quota</h1>"
+BESTBUY_PER_SECOND = b"<h1>Over Quota</h1>"
 BESTBUY_PER_DAY = {"errorCode": "403", "errorMessage": "Over Quota"}
 BESTBUY_BAD_KEY = {"errorCode": "403", "errorMessage": "The provided API Key is invalid."}
 
@@ -45,11 +46,19 @@ def github(status: int, body: dict[str, str], remaining: int, reset_in: int) -> 
     (answer(403, b"", X_Shopify_Shop_Api_Call_Limit="40/40"), True),
     (answer(403, BESTBUY_PER_SECOND), True),
     (answer(403, BESTBUY_PER_DAY), True),
+    (answer(403, b"<h1>Developer Over Qps</h1>", X_Mashery_Error_Code="ERR_403_DEVELOPER_OVER_QPS",
+            Retry_After="1"), True),
+    (answer(403, b"<h1>Developer Over Rate</h1>", X_Mashery_Error_Code="ERR_403_DEVELOPER_OVER_RATE"), True),
+    (answer(403, b"<h1>Developer Over Qps</h1>"), True),
     (answer(429), True),
     # A 403 that says nothing of a spent limit is a refused key.
     (github(403, GITHUB_FORBIDDEN, remaining=4321, reset_in=42), False),
     (answer(403, BESTBUY_BAD_KEY), False),
     (answer(403, b"<h1>Forbidden</h1>"), False),
+    (answer(403, b"<h1>Developer Inactive</h1>", X_Mashery_Error_Code="ERR_403_DEVELOPER_INACTIVE"), False),
+    # The gateway's code decides over its body's words.
+    (answer(403, b"<h1>Not Authorized</h1> (too many requests with a bad key)",
+            X_Mashery_Error_Code="ERR_403_NOT_AUTHORIZED"), False),
     (answer(403, b" " * 1024 + b"Over Quota"), False),  # only the body's first KB is read
     # Only a 403 or 429 may say it: a 401 with the unauthenticated budget spent is still a refused key.
     (answer(401, b"Requires authentication", x_ratelimit_remaining="0", x_ratelimit_reset="60"), False),

@@ -17,10 +17,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from productcrawler.stat_keys import RATELIMIT_429
 from tests.support.crawls import run_crawl
 from tests.support.imitations import bestbuy, github, shopify
 from tests.support.imitations.served import Served
 from tests.support.imitations.shopify_graphql import ShopifyGraphql
+from tests.support.logs import dumped_stat
 from tests.support.recipes import recipe
 from tests.support.services import query as database_rows
 
@@ -151,16 +153,24 @@ def test_graphql_errors_that_are_not_throttling_stop_the_crawl_like_a_wrong_mapp
 def test_a_403_that_says_the_limit_is_spent_is_waited_out_and_a_plain_403_stops(tmp_path):
     with Served(github.GitHub(size=200, limit=10, window=3.0)) as api:
         database = tmp_path / "products.db"
+        # GUARD_AUTH_FAILURES=1: a single 403 counted as a refused key would stop the crawl.
         settings = {"PRODUCT_LIST_URL": f"{api.url}/products?per_page=10&page=1", "API_KEY": github.TOKEN,
                     "DATABASE_URL": f"sqlite:///{database}", "MAX_REQUESTS_PER_SECOND": 50,
-                    "RATE_LIMIT_HEADERS": "off", "RETRY_BACKOFF_BASE": 0.2, "MAX_RETRIES": 20}
+                    "RATE_LIMIT_HEADERS": "off", "RETRY_BACKOFF_BASE": 0.2, "MAX_RETRIES": 20,
+                    "GUARD_AUTH_FAILURES": 1}
         done = run_crawl(settings=settings)
         assert done.returncode == 0, done.stderr[-3000:]
-        statuses = Counter(a["status"] for a in api.arrivals())
+        arrivals = api.arrivals()
+        statuses = Counter(a["status"] for a in arrivals)
         assert statuses[403] > 0, statuses  # the limit was reached: 20 pages against 10 per 3 s
+        # Each 403 is waited out until the reset it announced (backoff alone would ask again at once).
+        for refused in (a for a in arrivals if a["status"] == 403):
+            early = [a for a in arrivals if refused["time"] < a["time"] < refused["reset"]]
+            assert early == [], (refused["reset"], [(a["time"], a["status"]) for a in early])
+        assert statuses[403] == 1, statuses  # 20 pages, one after another: one window overrun
         assert query(database, "SELECT COUNT(*) FROM products") == [(200,)]
         assert "Stopping the crawl" not in done.stderr
-        assert '"productcrawler/ratelimit/responses_429"' in done.stderr or "responses_429" in done.stderr
+        assert dumped_stat(done.stderr, RATELIMIT_429) == statuses[403]  # counted with the 429s
         # A plain 403 (a valid token that may not read) is a refused key: exit 3.
         refused = run_crawl(settings={**settings, "API_KEY": github.FORBIDDEN_TOKEN,
                                       "DATABASE_URL": f"sqlite:///{tmp_path / 'refused.db'}"})
@@ -171,9 +181,11 @@ def test_best_buy_s_over_quota_403s_are_the_budget_not_a_refused_key(tmp_path):
     """Best Buy's listing at 20 requests a second against its 5: the 403s are waited out."""
     with Served(bestbuy.BestBuy(size=1500)) as api:
         database = tmp_path / "products.db"
+        # GUARD_AUTH_FAILURES=1: a single 403 counted as a refused key would stop the crawl.
         settings = pointed("bestbuy-list", api.url, database, API_KEY=bestbuy.API_KEY, MAX_REQUESTS_PER_SECOND=20,
-                           RETRY_BACKOFF_BASE=0.3, MAX_RETRIES=10)
+                           RETRY_BACKOFF_BASE=0.3, MAX_RETRIES=10, GUARD_AUTH_FAILURES=1)
         done = run_crawl(settings=settings)
         assert done.returncode == 0, done.stderr[-3000:]
         assert query(database, "SELECT COUNT(*) FROM products") == [(1500,)]
-        assert Counter(a["status"] for a in api.arrivals())[403] > 0
+        refused = Counter(a["status"] for a in api.arrivals())[403]
+        assert refused > 0 and dumped_stat(done.stderr, RATELIMIT_429) == refused

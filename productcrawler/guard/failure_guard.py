@@ -5,7 +5,9 @@ The guard follows four streaks, each with a threshold (0 turns it off):
 ==============  ===================================  ====================  =====================
 streak          grows with each                      broken by             the message names
 ==============  ===================================  ====================  =====================
-auth            401 or 403                           any 2xx or 404        ``API_KEY``
+auth            401 or 403 (not a 403 that says the  any 2xx or 404        ``API_KEY``
+                rate limit is spent: a budget,
+                ``budget/limited.py``)
 not a product   200 that is not a product            a product             the keys found and
                 (``not_a_product``, ``id_mismatch``,                       ``PRODUCT_FIELDS``
                 ``error_envelope``)

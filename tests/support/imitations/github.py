@@ -24,7 +24,8 @@ window's end, UTC epoch seconds; the window ends then exactly) and
 ``x-ratelimit-resource: core``. With nothing remaining, every request is a
 ``exceeded_status`` (403; GitHub answers 403 or 429) with
 ``x-ratelimit-remaining: 0`` and ``{"message": "API rate limit exceeded for
-user ID 1.", "documentation_url": ...}`` until the reset.
+user ID 1.", "documentation_url": ...}`` until the reset. The arrival log
+records each counted request's reset (``reset``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from tests.support.imitations._base import Imitation, Refused, first_stamp, json_answer, parse_time
+from tests.support.imitations._base import ARRIVAL, Imitation, Refused, first_stamp, json_answer, parse_time
 
 TOKEN = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 FORBIDDEN_TOKEN = "ghp_0000ReadsNothing0000000000000000000000"
@@ -123,6 +124,7 @@ class GitHub(Imitation):
         if refused is not None:
             return refused
         allowed, headers = self.window.hit(time.time())
+        request[ARRIVAL]["reset"] = self.window.resets_at  # what x-ratelimit-reset said, for the tests
         if not allowed:
             return message("API rate limit exceeded for user ID 1.", self.exceeded_status, headers, DOCUMENTATION)
         if self.token(request) == FORBIDDEN_TOKEN:

@@ -162,6 +162,32 @@ def test_graphql_edges_are_read_node_by_node_whatever_else_they_carry():
     assert dropped == ["variant_id"]
 
 
+def test_the_product_price_can_be_its_variants_highest():
+    shape = parse_variant_shape("variants", "variant_id=id,price=price,stock=inventory_quantity", "max", "sum")
+    body = json.dumps({"id": 1, "name": "Board", "price": "1.00", "variants": [
+        variant(11, "S", "10.00", 5), variant(12, "M", "15.00", 2), {"id": 13, "price": None}]}).encode()
+    item, _ = parse_product(body, 1, datetime(2024, 5, 1), variants=shape)
+    assert (item.price, item.stock) == (d("15.00"), 7)
+
+
+def test_a_variant_column_whose_declared_type_changed_stops_the_crawl_at_start(api, tmp_path):
+    url = f"sqlite:///{tmp_path / 'products.db'}"
+    crawl(api, url, 1)
+    before = [rows(url, f"SELECT * FROM {table} ORDER BY 1") for table in ("products", "product_variants")]
+    api.put(catalogue(2))
+    changed = SETTINGS["VARIANT_FIELDS"].replace("decimal(10,2)", "decimal(12,2)")
+    refused = run_crawl("-a", "start_id=1", "-a", "end_id=2", settings={
+        "API_BASE_URL": api.base_url, "DATABASE_URL": url, **SETTINGS, "VARIANT_FIELDS": changed})
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    lines = [line for line in refused.stderr.splitlines() if line.startswith("productcrawler:")]
+    assert len(lines) == 1 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    assert "VARIANT_FIELDS declares compare_at:decimal(12,2), but product_variants.compare_at is NUMERIC(10, 2)" \
+        in lines[0], lines[0]
+    assert [rows(url, f"SELECT * FROM {table} ORDER BY 1") for table in ("products", "product_variants")] == before
+    assert rows(url, "SELECT COUNT(*) FROM crawl_passes") == [(1,)]
+    assert api.arrivals() == []  # nothing asked of the API
+
+
 #: The shopify-graphql recipe's products with their variants, as Shopify's connection gives them: edges of a
 #: cursor and a node. 40 products a page keeps a page's cost within the 1,000 points a query may cost.
 GRAPHQL_VARIANTS = ("variants(first: 5) { edges { cursor node { legacyResourceId sku price compareAtPrice "

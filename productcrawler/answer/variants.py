@@ -113,8 +113,10 @@ def parse_variant_shape(path: object, fields: object, price_from: object = None,
     """VARIANTS and VARIANT_FIELDS (None: variants are not kept); ValueError names the setting."""
     text = "" if path is None else str(path).strip()
     if not text:
-        if fields:
-            raise ValueError("VARIANT_FIELDS is set but VARIANTS is not: name the list of variants")
+        for name, value in (("VARIANT_FIELDS", fields), ("PRODUCT_PRICE_FROM_VARIANTS", price_from),
+                            ("PRODUCT_STOCK_FROM_VARIANTS", stock_from)):
+            if value not in (None, ""):
+                raise ValueError(f"{name} is set but VARIANTS is not: name the list of variants")
         return None
     segments = tuple(text.split("."))
     if any(not s.strip() or s != s.strip() for s in segments):

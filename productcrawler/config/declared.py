@@ -292,10 +292,11 @@ SETTINGS: tuple[Setting, ...] = (
             "unset"),
     Setting("PRODUCT_PRICE_FROM_VARIANTS", None, p.raw, "api", "`min` or `max`",
             "the product's price as the lowest (`min`) or highest (`max`) of its variants' prices (a "
-            "product without variants keeps its own)",
+            "product without variants keeps its own); needs VARIANTS",
             "unset"),
     Setting("PRODUCT_STOCK_FROM_VARIANTS", None, p.raw, "api", "`sum`",
-            "the product's stock as the sum of its variants' stocks (a product without variants keeps its own)",
+            "the product's stock as the sum of its variants' stocks (a product without variants keeps its own); "
+            "needs VARIANTS",
             "unset"),
     Setting("KEEP_ANSWER", False, flag, "storage", "boolean",
             "keep each product's JSON as the API sent it in `products.answer` (MySQL/MariaDB `JSON`, SQLite "

@@ -79,6 +79,8 @@ BAD = [
      ["API_BASE_URL", "shop:***@shop.test", "use API_AUTH=basic"]),
     ({}, (), {"PRODUCT_LIST_URL": "https://shop:" + SECRET + "@shop.test/admin/products.json"},
      ["PRODUCT_LIST_URL", "shop:***@shop.test", "use API_AUTH=basic"]),
+    ({"VARIANTS": "product.variants", "VARIANT_FIELDS": "sku=sku,price=price"}, (), {},
+     ["VARIANT_FIELDS must map variant_id (e.g. variant_id=id)"]),
     # A component's own setting, read by the start-up checks too.
     ({"RATE_LIMIT_ENABLED": "maybe"}, (), {}, ["RATE_LIMIT_ENABLED", "'maybe'", "not a boolean"]),
     # Refused before the download handler exists: refused by the rate limit's
@@ -255,6 +257,40 @@ def test_a_heartbeat_ttl_not_above_the_heartbeat_interval_is_refused(value, mess
     with pytest.raises(ConfigError) as error:
         CrawlConfig.from_settings({"REDIS_HEARTBEAT_TTL": value})
     assert str(error.value).startswith(message), error.value
+
+
+VARIANTS = {"VARIANTS": "product.variants", "VARIANT_FIELDS": "variant_id=id,price=price"}
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"VARIANTS": "product.variants", "VARIANT_FIELDS": "sku=sku,price=price"},
+     "VARIANT_FIELDS must map variant_id (e.g. variant_id=id)"),
+    ({"VARIANTS": "product.variants"}, "VARIANT_FIELDS must map variant_id"),
+    ({"VARIANT_FIELDS": "variant_id=id"}, "VARIANT_FIELDS is set but VARIANTS is not: name the list of variants"),
+    # Without variants there is nothing to derive from: said, not ignored.
+    ({"PRODUCT_PRICE_FROM_VARIANTS": "min"}, "PRODUCT_PRICE_FROM_VARIANTS is set but VARIANTS is not"),
+    ({"PRODUCT_STOCK_FROM_VARIANTS": "sum"}, "PRODUCT_STOCK_FROM_VARIANTS is set but VARIANTS is not"),
+    ({**VARIANTS, "PRODUCT_PRICE_FROM_VARIANTS": "avg"}, "PRODUCT_PRICE_FROM_VARIANTS='avg' must be min or max"),
+    ({**VARIANTS, "PRODUCT_PRICE_FROM_VARIANTS": "lowest"}, "PRODUCT_PRICE_FROM_VARIANTS='lowest' must be min or max"),
+    ({**VARIANTS, "PRODUCT_STOCK_FROM_VARIANTS": "max"}, "PRODUCT_STOCK_FROM_VARIANTS='max' must be sum"),
+    ({**VARIANTS, "VARIANT_FIELDS": "variant_id=id,variant_id=sku"},
+     "VARIANT_FIELDS: column 'variant_id' is named twice"),
+    ({**VARIANTS, "VARIANT_FIELDS": "variant_id=id,product_id:integer=x"},
+     "VARIANT_FIELDS: column 'product_id' is one of the crawl's own"),
+    ({**VARIANTS, "VARIANTS": "product..variants"}, "VARIANTS='product..variants': the path must be keys separated"),
+])
+def test_the_variants_settings_are_refused_naming_what_is_wrong(settings, message):
+    with pytest.raises(ConfigError) as error:
+        CrawlConfig.from_settings(settings)
+    assert str(error.value).startswith(message), error.value
+
+
+@pytest.mark.parametrize(("price", "stock", "read"), [("min", "sum", ("min", "sum")), ("max", None, ("max", None)),
+                                                      (" MAX ", "", ("max", None)), ("", "SUM", (None, "sum"))])
+def test_the_variants_derivations_are_read_in_any_case(price, stock, read):
+    settings = {**VARIANTS, "PRODUCT_PRICE_FROM_VARIANTS": price, "PRODUCT_STOCK_FROM_VARIANTS": stock}
+    shape = CrawlConfig.from_settings({k: v for k, v in settings.items() if v is not None}).answer.variants
+    assert (shape.price_from, shape.stock_from) == read
 
 
 def test_a_heartbeat_ttl_above_the_interval_is_taken_as_given():

@@ -1,4 +1,4 @@
-"""DatabasePass against real databases (SQLite and MariaDB): what a pass owes, and when it is complete.
+"""DatabasePass against real databases (SQLite, MariaDB and PostgreSQL): what a pass owes, and when it is complete.
 
 Run on the asyncio reactor's loop with the connection pool's threads started
 by hand: the same code path as in a crawl, without a crawl around it.
@@ -23,13 +23,6 @@ from tests.support.reactor import on_reactor_loop
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-
-@pytest.fixture(params=["sqlite", "mysql"])
-def database_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/products.db"
-    return request.getfixturevalue("mysql_url")
 
 
 @pytest.fixture

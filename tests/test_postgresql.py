@@ -1,4 +1,5 @@
-"""PostgreSQL specifics: DATABASE_URL's TLS options as libpq's, and the failed-ids re-run on a real server."""
+"""PostgreSQL specifics: DATABASE_URL's TLS options as libpq's; on a real server, the failed-ids re-run, declared
+columns, and product ids widened or made strings in place (``ALTER COLUMN ... TYPE ... USING``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from productcrawler.config import ConfigError
-from productcrawler.items import FAILED, FailureItem, ProductItem
+from productcrawler.items import FAILED, MISSING, FailureItem, ProductItem, VariantItem
 from productcrawler.storage.database import DatabaseTarget, ensure_schema, utcnow, write_batch
 from tests.support.crawls import run_crawl
 from tests.support.imitations.changing_catalogue import CatalogueApi
@@ -112,3 +113,63 @@ def test_declared_columns_are_added_to_existing_tables_and_a_changed_type_is_ref
                                               r"VARCHAR\(8\)"):
             refuse_declared_types(schema, (("sku", "text(16)"),))
     connection.close()
+
+
+ID_TABLES = ("products", "crawl_failures", "product_changes", "product_variants")
+
+
+def id_types(url: str) -> dict[str, str]:
+    return dict(database_query(url, "SELECT table_name, data_type FROM information_schema.columns "
+                                    "WHERE column_name = 'product_id' AND table_schema = 'public'"))
+
+
+def id_rows(url: str) -> dict[str, list[dict]]:
+    """Every row of each table with product ids, as {column: value}, in a fixed order."""
+    return {table: sorted((row for (row,) in database_query(url, f"SELECT to_jsonb(t) FROM {table} t")),
+                          key=lambda row: (row.get("id", 0), str(row["product_id"])))
+            for table in ID_TABLES}
+
+
+def test_32_bit_ids_are_widened_and_integer_ids_become_their_text_with_every_row_kept(postgresql_url):
+    target = DatabaseTarget.from_url(postgresql_url)
+    connection = target.connect()
+    ensure_schema(connection.cursor(), target.dialect)
+    # Tables whose ids are 32-bit, as someone may have made them by hand.
+    for table in ID_TABLES:
+        connection.execute(f"ALTER TABLE {table} ALTER COLUMN product_id TYPE INTEGER")
+    connection.execute("ALTER TABLE crawl_passes ALTER COLUMN start_id TYPE INTEGER")
+    at = utcnow()
+    cursor = connection.cursor()
+    cursor.execute("INSERT INTO crawl_passes (start_id, end_id, started_at) VALUES (1, 9, %s)", (at,))
+    board = ProductItem(7, "Board", Decimal("10.00"), 5, None, None, None, None, at,
+                        variants=[VariantItem("11", "BRD-S", Decimal("10.00"), 5)])
+    write_batch(cursor, target.dialect, [board], [(FailureItem(2147483647, MISSING, 404, "not_found", 1), at)], 1)
+    board.price, board.variants = Decimal("9.00"), [VariantItem("11", "BRD-S", Decimal("9.00"), 5)]
+    write_batch(cursor, target.dialect, [board], [], 1)
+    connection.commit()
+    before = id_rows(postgresql_url)
+    # The product, another id's 404, a price change of the product and one of its variant, the variant.
+    assert [len(rows) for rows in before.values()] == [1, 1, 2, 1]
+    assert set(id_types(postgresql_url).values()) == {"integer"}
+
+    ensure_schema(connection.cursor(), target.dialect)
+    assert id_types(postgresql_url) == dict.fromkeys(ID_TABLES, "bigint")
+    assert database_query(postgresql_url, "SELECT data_type FROM information_schema.columns "
+                                          "WHERE table_name = 'crawl_passes' AND column_name = 'start_id'") == [
+        ("bigint",)]
+    assert id_rows(postgresql_url) == before
+
+    ensure_schema(connection.cursor(), target.dialect, "string")
+    assert id_types(postgresql_url) == dict.fromkeys(ID_TABLES, "character varying")
+    # Each row as it was, its id the decimal text of the number.
+    assert id_rows(postgresql_url) == id_rows_as_text(before)
+    write_batch(connection.cursor(), target.dialect,
+                [ProductItem("SKU-9", "Cap", Decimal("5.00"), 1, None, None, None, None, at)], [], 1)
+    connection.commit()
+    assert database_query(postgresql_url, "SELECT product_id FROM products ORDER BY product_id") == [
+        ("7",), ("SKU-9",)]
+    connection.close()
+
+
+def id_rows_as_text(found: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    return {table: [{**row, "product_id": str(row["product_id"])} for row in rows] for table, rows in found.items()}

@@ -2,8 +2,9 @@
 
 Crawled for real against the changing-catalogue imitation (MySQL, SQLite, PostgreSQL):
 the rows column by column, the cleaning counts, the change rows of a declared column,
-its coverage in ``scrapy passes``; tables made by the code before keep every row; a
-declared type that differs from the table's stops the crawl at start, tables untouched.
+its coverage in ``scrapy passes``; tables made by the code before keep every row (products,
+changes, failures, passes) and take answers, variants and variant changes; a declared type
+that differs from the table's stops the crawl at start, tables untouched.
 """
 
 from __future__ import annotations
@@ -124,43 +125,91 @@ def test_track_changes_names_declared_columns_and_a_bad_declaration_is_refused()
         assert said in str(error.value), (bad, str(error.value))
 
 
-@pytest.mark.parametrize("kind", ["mysql", "sqlite"])
-def test_tables_made_before_gain_the_columns_with_every_row_and_a_changed_type_stops_at_start(
-        api, kind, request, tmp_path):
+#: What the code before PRODUCT_COLUMNS, KEEP_ANSWER and VARIANTS wrote, table by table: (INSERT, rows).
+OLD_ROWS = (
+    ("INSERT INTO products (product_id, name, price, update_time, pass_id) VALUES (%s, %s, %s, %s, %s)",
+     [(1000 + i, f"Old {i}", f"{i}.50", "2025-01-01 00:00:00", 1) for i in range(5)]),
+    ("INSERT INTO product_changes (product_id, pass_id, changed_at, field, old_value, new_value) "
+     "VALUES (%s, %s, %s, %s, %s, %s)",
+     [(1000, 1, "2025-01-01 00:00:00", "price", "9.99", "0.50"), (1001, 1, "2025-01-01 00:00:00", "stock", None, "3"),
+      (1004, 1, "2025-01-01 00:00:00", "removed", "2024-12-31 23:00:00", None)]),
+    ("INSERT INTO crawl_failures (product_id, outcome, http_status, reason, attempts, updated_at, pass_id) "
+     "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+     [(1005, "missing", 404, "not_found", 1, "2025-01-01 00:00:00", 1),
+      (1006, "failed", 503, "http_503", 4, "2025-01-01 00:00:00", 1)]),
+    ("INSERT INTO crawl_passes (pass_id, start_id, end_id, started_at, finished_at, stored, missing, failed, changed, "
+     "removed, coverage) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+     [(1, 1000, 1006, "2025-01-01 00:00:00", "2025-01-01 00:01:00", 5, 1, 1, 2, 1, '{"price": 5}')]),
+)
+OLD_TABLES = ("SELECT product_id, name, price, update_time, pass_id FROM products WHERE product_id >= 1000",
+              "SELECT id, product_id, pass_id, changed_at, field, old_value, new_value FROM product_changes",
+              "SELECT product_id, outcome, http_status, reason, attempts, updated_at, pass_id FROM crawl_failures",
+              "SELECT pass_id, start_id, end_id, started_at, finished_at, stored, missing, failed, changed, removed, "
+              "coverage FROM crawl_passes")
+#: The migrated tables written with every new column: answers, a variant of each product, a variant's changes.
+NEW_FEATURES = {"KEEP_ANSWER": "1", "VARIANTS": "variants",
+                "VARIANT_FIELDS": "variant_id=sku,sku=sku,was:decimal(10,2)=compare_at_price",
+                "TRACK_CHANGES": "price,stock,compare_at,was"}
+
+
+def old_tables(kind: str, request: pytest.FixtureRequest, tmp_path) -> str:
+    """A database whose tables the code before this work made (old_schema's HANDWRITTEN DDL), with OLD_ROWS."""
     if kind == "mysql":
         url = request.getfixturevalue("mysql_url")
         for statement in MYSQL_DDL_HANDWRITTEN:
             mysql_execute(url, statement, [()])
-        mysql_execute(url, "INSERT INTO products (product_id, name, price, update_time, pass_id) "
-                           "VALUES (%s, %s, %s, '2025-01-01 00:00:00', NULL)",
-                      [(1000 + i, f"Old {i}", f"{i}.50") for i in range(5)])
-    else:
-        import sqlite3
+        for sql, values in OLD_ROWS:
+            mysql_execute(url, sql, values)
+        return url
+    import sqlite3
 
-        url = f"sqlite:///{tmp_path / 'old.db'}"
-        connection = sqlite3.connect(tmp_path / "old.db")
-        for statement in SQLITE_DDL_HANDWRITTEN:
-            connection.execute(statement)
-        connection.executemany("INSERT INTO products (product_id, name, price, update_time) "
-                               "VALUES (?, ?, ?, '2025-01-01 00:00:00')",
-                               [(1000 + i, f"Old {i}", f"{i}.50") for i in range(5)])
-        connection.commit()
-        connection.close()
-    before = rows(url, "SELECT product_id, name, price, update_time FROM products ORDER BY product_id")
-    result = crawl(api, url, 1)
+    connection = sqlite3.connect(tmp_path / "old.db")
+    for statement in SQLITE_DDL_HANDWRITTEN:
+        connection.execute(statement)
+    for sql, values in OLD_ROWS:
+        connection.executemany(sql.replace("%s", "?"), values)
+    connection.commit()
+    connection.close()
+    return f"sqlite:///{tmp_path / 'old.db'}"
+
+
+@pytest.mark.parametrize("kind", ["mysql", "sqlite"])
+def test_tables_made_before_gain_the_columns_with_every_row_and_a_changed_type_stops_at_start(
+        api, kind, request, tmp_path):
+    url = old_tables(kind, request, tmp_path)
+    before = [rows(url, f"{sql} ORDER BY 1") for sql in OLD_TABLES]
+    assert [len(table) for table in before] == [5, 3, 2, 1]
+    result = crawl(api, url, 1, **NEW_FEATURES)
     assert result.returncode == 0, result.stderr[-3000:]
-    after = rows(url, "SELECT product_id, name, price, update_time, sku FROM products WHERE product_id >= 1000 "
-                      "ORDER BY product_id")
-    assert [r[:4] for r in after] == before and all(r[4] is None for r in after)
-    assert rows(url, "SELECT COUNT(*) FROM products WHERE sku IS NOT NULL") == [(END,)]
+    # Every row as it was, the new columns NULL in the old rows.
+    assert [rows(url, f"{sql} ORDER BY 1") for sql in OLD_TABLES[:3]] == before[:3]
+    assert rows(url, f"{OLD_TABLES[3]} WHERE pass_id = 1") == before[3]
+    assert rows(url, "SELECT COUNT(*) FROM products WHERE product_id >= 1000 AND sku IS NULL AND answer IS NULL "
+                     "AND answer_digest IS NULL") == [(5,)]
+    assert rows(url, "SELECT COUNT(*) FROM product_changes WHERE variant_id IS NULL") == [(3,)]
+    # The crawl's pass follows the old one; its products carry their columns, answers and variants.
+    assert rows(url, "SELECT pass_id, start_id, end_id, finished_at IS NOT NULL FROM crawl_passes "
+                     "WHERE pass_id > 1") == [(2, 1, END, 1)]
+    assert rows(url, "SELECT COUNT(*) FROM products WHERE sku IS NOT NULL AND answer IS NOT NULL "
+                     "AND answer_digest IS NOT NULL") == [(END,)]
+    assert rows(url, "SELECT product_id, variant_id, pass_id FROM product_variants ORDER BY product_id") == [
+        (i, "MUCH-TOO-LONG-SKU" if i == 2 else f"SKU-{i}", 2) for i in range(1, END + 1)]
+    second = crawl(api, url, 2, **NEW_FEATURES)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert rows(url, "SELECT product_id, pass_id, variant_id, field, old_value, new_value FROM product_changes "
+                     "WHERE pass_id = 3 ORDER BY product_id, field") == [
+        (5, 3, None, "compare_at", None, "149.99"), (5, 3, "SKU-5", "was", None, "149.99"),
+        (6, 3, None, "compare_at", None, "149.99"), (6, 3, "SKU-6", "was", None, "149.99")]
+    assert rows(url, "SELECT id, product_id, pass_id, changed_at, field, old_value, new_value FROM product_changes "
+                     "WHERE pass_id = 1 ORDER BY 1") == before[1]
 
     # sku was text(8): declared text(16) now, the crawl stops before it changes anything.
     columns = rows(url, "SELECT * FROM products WHERE product_id = 1")
-    refused = crawl(api, url, 2, declared=DECLARED.replace("sku:text(8)", "sku:text(16)"))
+    refused = crawl(api, url, 2, declared=DECLARED.replace("sku:text(8)", "sku:text(16)"), **NEW_FEATURES)
     assert refused.returncode == 2, refused.stderr[-3000:]
     lines = [line for line in refused.stderr.splitlines() if line.startswith("productcrawler:")]
     assert len(lines) == 1, refused.stderr[-3000:]
     assert "PRODUCT_COLUMNS declares sku:text(16), but products.sku is VARCHAR(8)" in lines[0], lines[0]
     assert "Traceback" not in refused.stderr
     assert rows(url, "SELECT * FROM products WHERE product_id = 1") == columns
-    assert rows(url, "SELECT COUNT(*) FROM crawl_passes") == [(1,)]
+    assert rows(url, "SELECT COUNT(*) FROM crawl_passes") == [(3,)]

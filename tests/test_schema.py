@@ -1,8 +1,8 @@
-"""sql/init.sql is the MySQL form of the DDL the crawl runs itself."""
+"""sql/init.sql is the MySQL form of the DDL the crawl runs itself; docs/storage.md names every table and column."""
 
 from __future__ import annotations
 
-from productcrawler.storage.schema import mysql_init_sql
+from productcrawler.storage.schema import mysql_init_sql, tables
 from tests.support.crawls import ROOT
 from tests.support.services import mysql_query
 
@@ -29,3 +29,11 @@ def test_init_sql_creates_the_seed_schema(mysql_url):
     indexes = {r[0] for r in mysql_query(mysql_url, "SELECT index_name FROM information_schema.statistics "
                                                     "WHERE table_schema = DATABASE() AND table_name = 'products'")}
     assert {"uk_product_id", "idx_category", "idx_brand"} <= indexes
+
+
+def test_the_storage_page_names_every_table_and_its_columns():
+    page = (ROOT / "docs" / "storage.md").read_text()
+    for table in tables().sorted_tables:
+        [row] = [line for line in page.splitlines() if line.startswith(f"| `{table.name}` |")]
+        missing = [column.name for column in table.columns if column.name != "id" and f"`{column.name}`" not in row]
+        assert not missing, f"docs/storage.md's row of {table.name} lacks {missing}"

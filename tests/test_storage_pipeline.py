@@ -1,4 +1,5 @@
-"""The storage pipeline against the real MySQL: one bad row never sinks its batch; batch size and flush interval."""
+"""The storage pipeline against the real MySQL (and PostgreSQL, which aborts a whole transaction on one bad row):
+one bad row never sinks its batch; batch size and flush interval."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from tests.support.crawls import ROOT, crawl_env, read_lines, run_crawl, start_crawl
 from tests.support.logs import dumped_stats
-from tests.support.services import mysql_query
+from tests.support.services import database_query, mysql_query
 
 # A spider that hands the pipeline items directly, one of them out of range
 # for DECIMAL(10,2): cleaning would never let it through, so this is the
@@ -48,15 +49,20 @@ process.start()
 """
 
 
-def test_a_row_the_database_rejects_is_recorded_and_the_rest_of_its_batch_stored(mysql_url):
-    result = subprocess.run([sys.executable, "-c", SCRIPT, mysql_url], cwd=ROOT, env=crawl_env(),
+@pytest.mark.parametrize("kind", ["mysql", "postgresql"])
+def test_a_row_the_database_rejects_is_recorded_and_the_rest_of_its_batch_stored(kind, request):
+    url = request.getfixturevalue(f"{kind}_url")
+    result = subprocess.run([sys.executable, "-c", SCRIPT, url], cwd=ROOT, env=crawl_env(),
                             capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
-    stored = [r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products ORDER BY product_id")]
+    stored = [r[0] for r in database_query(url, "SELECT product_id FROM products ORDER BY product_id")]
     assert stored == [1, 2, 3, 4, 6, 7, 8, 9, 10]
-    failures = mysql_query(mysql_url, "SELECT product_id, outcome, reason FROM crawl_failures ORDER BY product_id")
+    failures = database_query(url, "SELECT product_id, outcome, reason FROM crawl_failures ORDER BY product_id")
     assert [f[:2] for f in failures] == [(5, "failed"), (11, "failed")]
-    assert failures[0][2].startswith("db_rejected") and "range" in failures[0][2]
+    # The database's own words, on one line (PostgreSQL's message has a DETAIL line of its own).
+    said = {"mysql": "Out of range value for column 'price'", "postgresql": "numeric field overflow DETAIL: "}[kind]
+    assert failures[0][2].startswith("db_rejected: ") and said in failures[0][2], failures[0][2]
+    assert "\n" not in failures[0][2]
     # The stats count the failures recorded, by reason (a rejected row's error message is not part of the key).
     assert dumped_stats(result.stderr, "productcrawler/failed_reason/") == {
         "productcrawler/failed_reason/db_rejected": 1, "productcrawler/failed_reason/http_503": 1}

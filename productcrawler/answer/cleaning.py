@@ -26,10 +26,10 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, TypeVar
 
 from price_parser import Price
-from w3lib.html import remove_tags, replace_entities
 
 from productcrawler.answer.declared import DeclaredColumn, clean_declared
 from productcrawler.answer.payload import ABSENT, DEFAULT_SHAPE, BadResponse, PayloadShape
+from productcrawler.answer.values import PLAIN_NUMBER, plain_text, read_number
 from productcrawler.ids.idfile import string_id_fault
 from productcrawler.items import ProductItem
 
@@ -59,16 +59,9 @@ _PRICE_LIMIT = PRICE_MAX + Decimal("0.005")
 
 # JSON must be UTF-8 (RFC 8259 §8.1), which also lets a parser ignore a BOM.
 _DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
-# A number written the way JSON writes one, give or take a "+" or leading zeros.
-# Each digit run can only end one way, so a long non-number fails in linear time.
-_PLAIN_NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 # A minus sign before the first digit: price-parser drops it ("-5.00" -> 5.00).
 _NEGATIVE_PRICE = re.compile("\\D*[-\u2212]")
 _DIGIT = re.compile(r"\d")
-# Angle brackets left once markup is gone (an escaped "&lt;script&gt;"),
-# control characters, and unpaired surrogates (a JSON "\ud800" escape decodes
-# to one, and utf8mb4 cannot store it). Each becomes a space.
-_UNWANTED_CHARS = re.compile("[<>\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def parse_product(
@@ -107,7 +100,7 @@ def clean_product(
         product_id = _listed_id(data["product_id"], id_type)
     else:
         payload_id: object = (_string_id(data["product_id"]) if isinstance(requested_id, str)
-                              else _decimal(data["product_id"]))
+                              else read_number(data["product_id"]))
         if payload_id is None:
             raise BadResponse("not_a_product", f"product id {data['product_id']!r}")
         if payload_id != requested_id:
@@ -150,7 +143,7 @@ def _listed_id(value: object, id_type: str) -> int | str:
         if fault is not None:  # an id file's rule: a NUL or a 65th character would reach the table
             raise BadResponse("not_a_product", f"the product id {fault}: {text[:40]!r}")
         return text
-    number = _decimal(value)
+    number = read_number(value)
     if number is None or not number.is_finite() or number != number.to_integral_value() or not 0 < number <= MAX_ID:
         raise BadResponse("not_a_product", f"product id {value!r}")
     return int(number)
@@ -180,7 +173,7 @@ def clean_name(value: object) -> str:
         raise BadResponse("empty_name", "name is null")
     if type(value) is not str:  # a number or a list is a different schema, not a name
         raise BadResponse("not_a_product", f"name {value!r}")
-    name = _clean_text(value, NAME_MAX_LENGTH)
+    name = plain_text(value, NAME_MAX_LENGTH)
     if not name:
         raise BadResponse("empty_name", f"name {value!r}")
     return name
@@ -190,7 +183,7 @@ def clean_label(value: object) -> str | None:
     """A category or brand as plain text, at most 100 characters."""
     if type(value) is not str:
         return None
-    return _clean_text(value, LABEL_MAX_LENGTH) or None
+    return plain_text(value, LABEL_MAX_LENGTH) or None
 
 
 def clean_price(value: object) -> Decimal | None:
@@ -202,9 +195,9 @@ def clean_price(value: object) -> Decimal | None:
     """
     if type(value) is str:
         text = value.strip()
-        amount = Decimal(text) if _PLAIN_NUMBER.fullmatch(text) else _price_from_text(text)
+        amount = Decimal(text) if PLAIN_NUMBER.fullmatch(text) else _price_from_text(text)
     else:
-        amount = _decimal(value)
+        amount = read_number(value)
     if amount is None or amount.is_signed() or amount >= _PRICE_LIMIT:
         return None
     return amount.quantize(_CENT, rounding=ROUND_HALF_UP)
@@ -212,7 +205,7 @@ def clean_price(value: object) -> Decimal | None:
 
 def clean_count(value: object) -> int | None:
     """A stock or sales count: a whole number from 0 to 2147483647."""
-    number = _decimal(value)
+    number = read_number(value)
     if number is None or not 0 <= number <= INT_MAX or number != number.to_integral_value():
         return None
     return int(number)
@@ -220,7 +213,7 @@ def clean_count(value: object) -> int | None:
 
 def clean_rating(value: object) -> Decimal | None:
     """A rating clamped to 0.00–5.00, rounded half up to two places."""
-    number = _decimal(value)
+    number = read_number(value)
     if number is None:
         return None
     if number.is_signed():  # negative, or -0
@@ -252,30 +245,6 @@ def _decode(body: bytes) -> object:
 
 def _excerpt(body: bytes) -> str:
     return repr(body.lstrip()[:40].decode("utf-8", "replace"))
-
-
-def _clean_text(text: str, max_length: int) -> str:
-    if "<" in text:
-        text = remove_tags(text)
-    if "&" in text:
-        text = replace_entities(text)
-    text = " ".join(_UNWANTED_CHARS.sub(" ", text).split())
-    return text[:max_length].rstrip()
-
-
-def _decimal(value: object) -> Decimal | None:
-    """A finite JSON number or plain numeric string as a Decimal; bools are not numbers."""
-    if type(value) is Decimal:
-        number = value
-    elif type(value) is int:  # not bool, a subclass of int
-        number = Decimal(value)
-    elif type(value) is float:  # not from parse_product; read from its text, not its binary value
-        number = Decimal(repr(value))
-    elif type(value) is str and _PLAIN_NUMBER.fullmatch(value.strip()):
-        number = Decimal(value.strip())
-    else:
-        return None
-    return number if number.is_finite() else None
 
 
 def _price_from_text(text: str) -> Decimal | None:

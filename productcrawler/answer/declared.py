@@ -8,11 +8,13 @@ unparseable, out of range) is NULL and counted ``cleaning/invalid/<column>``;
 one the answer lacks is NULL and counted ``cleaning/absent/<column>``; ``null``
 or a blank string is NULL and not counted.
 
-Types: ``text(N)`` (plain text, cut to N characters as labels are), ``integer``
-(64-bit, signed), ``decimal(P,S)`` (rounded half up to S places; past P digits
-NULL), ``boolean`` (true/false, 1/0, "true"/"false"), ``datetime`` (ISO 8601
-with an offset, stored as naive UTC to the second; without an offset NULL),
-``json`` (any value, kept as JSON).
+Types: ``text(N)`` (a string or a number's text, as plain text cut to N
+characters as labels are), ``integer`` (64-bit, signed), ``decimal(P,S)``
+(rounded half up to S places; past P digits NULL), ``boolean`` (true/false,
+1/0, and "true"/"false", "1"/"0", "yes"/"no" in any case), ``datetime`` (ISO
+8601 with an offset, stored as naive UTC to the second; without an offset it
+names no point in time, so it is unusable), ``json`` (any value, kept as JSON,
+numbers by value).
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from productcrawler.answer.payload import ABSENT, resolve
 from productcrawler.answer.payload import COLUMNS as ARTICLE_COLUMNS
+from productcrawler.answer.values import plain_text, read_number
 
 #: Columns of ``products`` a declared column may not take (the article's and the crawl's own).
 RESERVED = frozenset({*ARTICLE_COLUMNS, "id", "update_time", "created_at", "pass_id", "first_seen", "removed_at",
@@ -35,7 +38,6 @@ _TYPE = re.compile(r"(text|decimal)\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)|integer|bool
 _ENTRY = re.compile(r"\s*([^:=,]+?)\s*:\s*([a-z]+(?:\([^)]*\))?)\s*=\s*([^,]*?)\s*(?:,|$)", re.IGNORECASE)
 _INT64 = 2**63 - 1
 _TRUE, _FALSE = frozenset({"true", "1", "yes"}), frozenset({"false", "0", "no"})
-_UNWANTED_CHARS = re.compile("[<>\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -108,23 +110,6 @@ def clean_value(column: DeclaredColumn, raw: object, dropped: list[str], absent:
     return value
 
 
-def _number(raw: object) -> Decimal | None:
-    if type(raw) is Decimal:
-        number = raw
-    elif type(raw) is int:
-        number = Decimal(raw)
-    elif type(raw) is float:
-        number = Decimal(repr(raw))
-    elif type(raw) is str:
-        try:
-            number = Decimal(raw.strip())
-        except ArithmeticError:
-            return None
-    else:
-        return None
-    return number if number.is_finite() else None
-
-
 def _sizes(spec: str) -> tuple[int, ...]:
     match = _TYPE.fullmatch(spec)
     assert match is not None  # parse_columns checked it
@@ -136,24 +121,25 @@ def _text(column: DeclaredColumn, raw: object) -> str | None:
         raw = str(raw)
     if type(raw) is not str:
         return None
-    text = " ".join(_UNWANTED_CHARS.sub(" ", raw).split())
-    return text[:_sizes(column.spec)[0]].rstrip() or None
+    return plain_text(raw, _sizes(column.spec)[0]) or None
 
 
 def _integer(column: DeclaredColumn, raw: object) -> int | None:
-    number = _number(raw)
+    number = read_number(raw)
     if number is None or number != number.to_integral_value() or not -_INT64 - 1 <= number <= _INT64:
         return None
     return int(number)
 
 
 def _decimal(column: DeclaredColumn, raw: object) -> Decimal | None:
-    number = _number(raw)
-    if number is None:
-        return None
+    number = read_number(raw)
     precision, scale = _sizes(column.spec)
-    rounded = number.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
-    return rounded if abs(rounded) < Decimal(10) ** (precision - scale) else None
+    limit = Decimal(10) ** (precision - scale)
+    if number is None or abs(number) >= limit:
+        return None
+    # Enough digits for the rounded value (one more if it rounds up to the limit), past the default 28.
+    rounded = number.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP, context=Context(prec=precision + 1))
+    return rounded if abs(rounded) < limit else None
 
 
 def _boolean(column: DeclaredColumn, raw: object) -> bool | None:
@@ -183,7 +169,8 @@ def _json(column: DeclaredColumn, raw: object) -> str:
 
 
 def json_text(value: object) -> str:
-    """A decoded JSON value (numbers as Decimals) as compact JSON text, numbers as written."""
+    """A decoded JSON value (numbers as Decimals) as compact JSON text; a number with a fraction or an
+    exponent is written as a double writes it (2.50 as 2.5, 1e3 as 1000.0)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_plain_number)
 
 

@@ -2,7 +2,8 @@
 
 ``VARIANTS=product.variants`` names the list in the answer (from its root, as
 PRODUCT_COLUMNS' paths; for a listed product, from the listed object). A list of
-GraphQL edges (``variants.edges``, each ``{"node": {...}}``) is read node by node.
+GraphQL edges (``variants.edges``, each ``{"cursor": "...", "node": {...}}``) is read
+node by node: an item whose ``node`` is an object is that object's edge.
 ``VARIANT_FIELDS=variant_id=id,sku=sku,price=price,stock=inventory_quantity,
 compare_at:decimal(10,2)=compare_at_price`` maps each variant's columns by paths
 relative to the variant: ``variant_id`` (required), ``sku``, ``price`` and
@@ -52,7 +53,7 @@ class VariantShape:
             return None
         variants: dict[str, VariantItem] = {}
         for raw in found:
-            node = raw.get("node", raw) if type(raw) is dict and set(raw) == {"node"} else raw
+            node = raw["node"] if type(raw) is dict and type(raw.get("node")) is dict else raw
             if type(node) is not dict:
                 dropped.append("variant_id")
                 continue
@@ -112,8 +113,10 @@ def parse_variant_shape(path: object, fields: object, price_from: object = None,
     """VARIANTS and VARIANT_FIELDS (None: variants are not kept); ValueError names the setting."""
     text = "" if path is None else str(path).strip()
     if not text:
-        if fields:
-            raise ValueError("VARIANT_FIELDS is set but VARIANTS is not: name the list of variants")
+        for name, value in (("VARIANT_FIELDS", fields), ("PRODUCT_PRICE_FROM_VARIANTS", price_from),
+                            ("PRODUCT_STOCK_FROM_VARIANTS", stock_from)):
+            if value not in (None, ""):
+                raise ValueError(f"{name} is set but VARIANTS is not: name the list of variants")
         return None
     segments = tuple(text.split("."))
     if any(not s.strip() or s != s.strip() for s in segments):

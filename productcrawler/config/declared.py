@@ -272,7 +272,8 @@ SETTINGS: tuple[Setting, ...] = (
             "columns of your own in `products`: `name:type=path,...`, e.g. "
             "`sku:text(64)=product.variants.0.sku,compare_at:decimal(10,2)=product.variants.0.compare_at_price,"
             "updated_at:datetime=product.updated_at,tags:json=product.tags`; types `text(N)`, `integer`, "
-            "`decimal(P,S)`, `boolean`, `datetime` (ISO 8601 with an offset, stored UTC), `json`; paths from "
+            "`decimal(P,S)`, `boolean`, `datetime` (ISO 8601 with an offset, stored UTC; one without is unusable), "
+            "`json`; paths from "
             "the answer's root, a list's item by its position. Cleaned like the article's columns (an "
             "unusable value is NULL, counted `cleaning/invalid/<column>`; a missing one "
             "`cleaning/absent/<column>`); added to an existing table at start with every row kept; a column "
@@ -293,10 +294,11 @@ SETTINGS: tuple[Setting, ...] = (
             "unset"),
     Setting("PRODUCT_PRICE_FROM_VARIANTS", None, p.raw, "api", "`min` or `max`",
             "the product's price as the lowest (`min`) or highest (`max`) of its variants' prices (a "
-            "product without variants keeps its own)",
+            "product without variants keeps its own); needs VARIANTS",
             "unset"),
     Setting("PRODUCT_STOCK_FROM_VARIANTS", None, p.raw, "api", "`sum`",
-            "the product's stock as the sum of its variants' stocks (a product without variants keeps its own)",
+            "the product's stock as the sum of its variants' stocks (a product without variants keeps its own); "
+            "needs VARIANTS",
             "unset"),
     Setting("KEEP_ANSWER", False, flag, "storage", "boolean",
             "keep each product's JSON as the API sent it in `products.answer` (MySQL/MariaDB `JSON`, SQLite "

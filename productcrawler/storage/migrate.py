@@ -2,9 +2,9 @@
 
 Run by ``evolve.ensure_schema`` after the CREATE statements, on a SQLAlchemy connection:
 
-- product_id INT (32-bit) becomes BIGINT (MySQL; SQLite's INTEGER is 64-bit already);
+- product_id INT (32-bit) becomes BIGINT (MySQL, PostgreSQL; SQLite's INTEGER is 64-bit already);
 - with PRODUCT_ID_TYPE=string, an integer product_id becomes VARCHAR(64), each id
-  its decimal text (MySQL converts in place; SQLite, whose INTEGER affinity would
+  its decimal text (MySQL and PostgreSQL convert in place; SQLite, whose INTEGER affinity would
   turn '00123' into 123, rebuilds the table: renamed, created anew, copied, dropped);
 - a string product_id with PRODUCT_ID_TYPE=int is refused: turning strings into
   integers could merge or lose ids ('00123' and '123'), so the crawl stops, exit 2;

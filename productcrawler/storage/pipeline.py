@@ -256,7 +256,7 @@ class StoragePipeline:
                         entry.settle(DropItem(f"not written: {error}"))
                         self._put_back(batch[index + 1:])
                         return
-                    entry.item = PageItem(item.page, item.url, [], {}, f"db_rejected: {error}"[:255])
+                    entry.item = PageItem(item.page, item.url, [], {}, _rejected(error))
                     self._put_back([entry, *batch[index + 1:]])
                     return
                 logger.error("The database rejected the row of product %s: %s", item.product_id, error)
@@ -267,7 +267,7 @@ class StoragePipeline:
                     self._put_back(batch[index + 1:])
                     return
                 entry.item = FailureItem(item.product_id, FAILED, None,
-                                         f"db_rejected: {error}"[:255], getattr(item, "attempts", 1))
+                                         _rejected(error), getattr(item, "attempts", 1))
                 self._put_back([entry, *batch[index + 1:]])
                 return
             self._committed([entry], written)
@@ -326,3 +326,8 @@ class StoragePipeline:
         self.stats.set_value(stat_keys.EXIT_REASON, DATABASE_UNAVAILABLE)
         if self.crawler.engine is not None:
             deferred_from_coro(self.crawler.engine.close_spider_async(reason=DATABASE_UNAVAILABLE))
+
+
+def _rejected(error: BaseException) -> str:
+    """The failure reason of a row the database rejected: its message on one line (PostgreSQL's has a DETAIL line)."""
+    return f"db_rejected: {' '.join(str(error).split())}"[:255]

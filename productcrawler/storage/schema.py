@@ -1,7 +1,7 @@
 """The tables, once for MySQL/MariaDB, SQLite and PostgreSQL: a SQLAlchemy ``MetaData``.
 
 The CREATE statements, the columns added to tables made before them
-(``ddl.py``) and each database's upserts (``target.py``) are compiled from it.
+(``evolve.py``) and each database's upserts (``target.py``) are compiled from it.
 ``sql/init.sql`` is its MySQL output (``python -m productcrawler.storage.schema
 > sql/init.sql``); a test keeps the two equal.
 """

@@ -3,11 +3,13 @@
 The imitations (tests/support/imitations/) follow each vendor's documented
 pagination, end of the list and budget, not our code: every product must end
 stored with its values, in at most the listing's pages plus one request, with
-no request refused for its credentials and at most 1 % answered 429; a pass
-resumes after kill -9 at the first page not stored whole; two instances share
-one numbered listing through Redis (no page twice) and a cursor chain (its
-walker killed, the other takes over); a complete listing marks what it lacked
-removed, an interrupted or incremental one never does.
+no request refused for its credentials and at most 1 % answered 429; a list
+page answering 503 is retried; a pass resumes after kill -9 at the first page
+not stored whole (alone on SQLite, and shared through Redis); two instances
+share one numbered listing through Redis (no page twice) and a cursor chain
+(its walker killed, the other takes over); a complete listing marks what it
+lacked removed, an interrupted, failed or incremental one, or any with
+LIST_REMOVALS=false, never does.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pytest
 from tests.support.crawls import finish, run_crawl, start_crawl, wait_for
 from tests.support.imitations import magento
 from tests.support.imitations.served import ImitationsProcess
+from tests.support.logs import dumped_stat
 from tests.support.recipes import APIS, money, recipe
 from tests.support.services import REDIS_URL
 from tests.support.services import query as database_rows
@@ -112,6 +115,27 @@ def test_each_cookbook_listing_stores_every_product_in_pages_plus_one_request(ap
     assert query(database, "SELECT stored, failed FROM crawl_passes") == [(len(expected(apis, name)), 0)]
 
 
+def test_a_list_page_answering_503_once_is_retried_and_the_pass_completes(apis, tmp_path):
+    """Shopify's 2 pages of 250: page 2's first request (the 2nd list request) answers 503."""
+    apis.rebuild("shopify")
+    apis.reset()
+    apis.faults("shopify", {"list#2": "once"})
+    database = tmp_path / "products.db"
+    # The retry's backoff (1 to 2 s) is well above the pace the budget headers allow (10 a second).
+    settings = listing_settings(apis, "shopify", database, MAX_REQUESTS_PER_SECOND=20, RETRY_BACKOFF_BASE=2)
+    done = run_crawl(settings=settings)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert rows(database) == expected(apis, "shopify")
+    first, refused, again = list_arrivals(apis, "shopify")
+    assert (first["status"], refused["status"], again["status"]) == (200, 503, 200)
+    assert again["query"] == refused["query"] != first["query"]
+    assert again["time"] - refused["time"] >= 1.0
+    assert dumped_stat(done.stderr, "retry/reason_count/http_503") == 1
+    assert query(database, "SELECT stored, failed FROM crawl_passes") == [(len(expected(apis, "shopify")), 0)]
+    assert query(database, "SELECT page, failure FROM listing_pages ORDER BY page") == [(1, None), (2, None)]
+    assert query(database, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]
+
+
 def test_the_shopify_listing_keeps_the_documented_budget_with_no_429(apis, tmp_path):
     """2,500 products at limit=50: 50 pages against a bucket of 40 that leaks 2 a second."""
     apis.rebuild("shopify", 2500)
@@ -159,6 +183,60 @@ def test_a_complete_listing_marks_what_it_lacked_removed_and_an_incremental_one_
     removed = {row[0] for row in query(database, "SELECT product_id FROM products WHERE removed_at IS NOT NULL")}
     assert removed >= {int(k) for k in changed["removed"]}
     assert len(removed) == 4
+
+
+def test_a_failed_or_interrupted_listing_or_list_removals_false_marks_nothing_removed(apis, tmp_path):
+    """3 products leave the catalogue after a complete pass. A pass whose page 2 fails, one stopped
+    mid-walk, and that one resumed to its end with LIST_REMOVALS=false mark none of them; the next
+    complete pass marks the 3."""
+    apis.rebuild("shopify")
+    apis.reset()
+    database = tmp_path / "products.db"
+    # 6 pages of 50, asked one at a time (a cursor chain); a failing page is retried once, soon.
+    settings = listing_settings(apis, "shopify", database, MAX_REQUESTS_PER_SECOND=20, MAX_RETRIES=1,
+                                RETRY_BACKOFF_BASE=0.1)
+    settings["PRODUCT_LIST_URL"] = settings["PRODUCT_LIST_URL"].replace("limit=250", "limit=50")
+    assert run_crawl(settings=settings).returncode == 0
+    gone = sorted(int(key) for key in apis.mutate("shopify", changed=0, removed=3, added=0)["removed"])
+    removed = "SELECT product_id FROM products WHERE removed_at IS NOT NULL ORDER BY product_id"
+    last_pass = ("SELECT pass_id, finished_at IS NOT NULL, failed, removed FROM crawl_passes "
+                 "ORDER BY pass_id DESC LIMIT 1")
+
+    # Page 2 answers its request and its one retry (the 2nd and 3rd list requests) with a 500: the pass
+    # ends with that page failed, as a pass by id ends with its failed ids (exit 0).
+    apis.reset()
+    apis.faults("shopify", {"list#2": "always", "list#3": "always"})
+    failed = run_crawl(settings=settings)
+    assert failed.returncode == 0, failed.stderr[-3000:]
+    assert [a["status"] for a in list_arrivals(apis, "shopify")] == [200, 500, 500]
+    assert re.search(r"ERROR: Listing page 2 \(\S+\) failed: http_500; the listing is not complete this pass, "
+                     r"and no product is marked removed", failed.stderr), failed.stderr[-3000:]
+    assert query(database, last_pass) == [(2, 1, 1, 0)]
+    assert query(database, removed) == []
+
+    # Stopped after 2 of its 6 pages are stored: SIGTERM, so the pass is closed by the code that would
+    # finish a complete one (kill -9 closes nothing). Then resumed, complete, with LIST_REMOVALS=false.
+    apis.reset()
+    process = start_crawl(settings={**settings, "MAX_REQUESTS_PER_SECOND": 2})
+    pages_done = "SELECT COUNT(*) FROM listing_pages WHERE pass_id = 3 AND done_at IS NOT NULL"
+    wait_for(lambda: query(database, pages_done)[0][0] >= 2, process, "2 pages stored")
+    process.send_signal(signal.SIGTERM)
+    code, output = finish(process)
+    assert query(database, removed) == []
+    assert code == 0 and "Pass 3 is not complete" in output, output[-3000:]
+    resumed = run_crawl(settings={**settings, "LIST_REMOVALS": "false"})
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Resuming pass 3" in resumed.stderr
+    assert query(database, last_pass) == [(3, 1, 0, 0)]
+    assert query(database, removed) == []
+
+    # A complete pass: the 3 are removed as a 404 removes a product, with a "removed" change row.
+    assert run_crawl(settings=settings).returncode == 0
+    assert query(database, last_pass) == [(4, 1, 0, 3)]
+    assert query(database, removed) == [(key,) for key in gone]
+    assert query(database, "SELECT c.product_id, c.pass_id, c.old_value, c.new_value = SUBSTR(p.removed_at, 1, 19) "
+                           "FROM product_changes c JOIN products p ON p.product_id = c.product_id "
+                           "WHERE c.field = 'removed' ORDER BY c.product_id") == [(key, 4, None, 1) for key in gone]
 
 
 #: What the run after the kill says as it opens the pass it resumes, by store: the pages done of the 30.

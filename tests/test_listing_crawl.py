@@ -24,6 +24,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
+import pymysql
 import pytest
 
 from tests.support.crawls import ROOT, finish, run_crawl, start_crawl, wait_for
@@ -72,12 +73,10 @@ def listing_settings(apis: ImitationsProcess, name: str, database: Path, *, form
     return {**settings, **more}
 
 
-def rows(database: Path, where: str = "") -> list[tuple[Any, ...]]:
-    connection = sqlite3.connect(database)
-    try:
-        found = connection.execute(f"SELECT {COLUMNS} FROM products {where} ORDER BY product_id").fetchall()
-    finally:
-        connection.close()
+def rows(database: Path | str, where: str = "") -> list[tuple[Any, ...]]:
+    """The stored products: of a SQLite file, or of a database by its URL."""
+    url = database if isinstance(database, str) else f"sqlite:///{database}"
+    found = database_rows(url, f"SELECT {COLUMNS} FROM products {where} ORDER BY product_id")
     return [(*row[:2], money(row[2]), row[3], *row[4:6], money(row[6]), row[7]) for row in found]
 
 
@@ -199,6 +198,27 @@ def test_a_listing_whose_field_paths_are_gone_stops_with_exit_3_and_writes_nothi
         (1, 0), (2, 1)]
 
 
+def test_a_list_page_answering_503_once_is_retried_and_the_pass_completes(apis, tmp_path):
+    """Shopify's 2 pages of 250: page 2's first request (the 2nd list request) answers 503."""
+    apis.rebuild("shopify")
+    apis.reset()
+    apis.faults("shopify", {"list#2": "once"})
+    database = tmp_path / "products.db"
+    # The retry's backoff (1 to 2 s) is well above the pace the budget headers allow (10 a second).
+    settings = listing_settings(apis, "shopify", database, MAX_REQUESTS_PER_SECOND=20, RETRY_BACKOFF_BASE=2)
+    done = run_crawl(settings=settings)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert rows(database) == expected(apis, "shopify")
+    first, refused, again = list_arrivals(apis, "shopify")
+    assert (first["status"], refused["status"], again["status"]) == (200, 503, 200)
+    assert again["query"] == refused["query"] != first["query"]
+    assert again["time"] - refused["time"] >= 1.0
+    assert dumped_stat(done.stderr, "retry/reason_count/http_503") == 1
+    assert query(database, "SELECT stored, failed FROM crawl_passes") == [(len(expected(apis, "shopify")), 0)]
+    assert query(database, "SELECT page, failure FROM listing_pages ORDER BY page") == [(1, None), (2, None)]
+    assert query(database, "SELECT COUNT(*) FROM crawl_failures") == [(0,)]
+
+
 def test_the_shopify_listing_keeps_the_documented_budget_with_no_429(apis, tmp_path):
     """2,500 products at limit=50: 50 pages against a bucket of 40 that leaks 2 a second."""
     apis.rebuild("shopify", 2500)
@@ -248,39 +268,108 @@ def test_a_complete_listing_marks_what_it_lacked_removed_and_an_incremental_one_
     assert len(removed) == 4
 
 
-def test_a_listing_killed_mid_walk_resumes_at_the_first_page_not_stored(apis, tmp_path):
+def test_a_failed_or_interrupted_listing_or_list_removals_false_marks_nothing_removed(apis, tmp_path):
+    """3 products leave the catalogue after a complete pass. A pass whose page 2 fails, one stopped
+    mid-walk, and that one resumed to its end with LIST_REMOVALS=false mark none of them; the next
+    complete pass marks the 3."""
+    apis.rebuild("shopify")
+    apis.reset()
+    database = tmp_path / "products.db"
+    # 6 pages of 50, asked one at a time (a cursor chain); a failing page is retried once, soon.
+    settings = listing_settings(apis, "shopify", database, MAX_REQUESTS_PER_SECOND=20, MAX_RETRIES=1,
+                                RETRY_BACKOFF_BASE=0.1)
+    settings["PRODUCT_LIST_URL"] = settings["PRODUCT_LIST_URL"].replace("limit=250", "limit=50")
+    assert run_crawl(settings=settings).returncode == 0
+    gone = sorted(int(key) for key in apis.mutate("shopify", changed=0, removed=3, added=0)["removed"])
+    removed = "SELECT product_id FROM products WHERE removed_at IS NOT NULL ORDER BY product_id"
+    last_pass = ("SELECT pass_id, finished_at IS NOT NULL, failed, removed FROM crawl_passes "
+                 "ORDER BY pass_id DESC LIMIT 1")
+
+    # Page 2 answers its request and its one retry (the 2nd and 3rd list requests) with a 500: the pass
+    # ends with that page failed, as a pass by id ends with its failed ids (exit 0).
+    apis.reset()
+    apis.faults("shopify", {"list#2": "always", "list#3": "always"})
+    failed = run_crawl(settings=settings)
+    assert failed.returncode == 0, failed.stderr[-3000:]
+    assert [a["status"] for a in list_arrivals(apis, "shopify")] == [200, 500, 500]
+    assert re.search(r"ERROR: Listing page 2 \(\S+\) failed: http_500; the listing is not complete this pass, "
+                     r"and no product is marked removed", failed.stderr), failed.stderr[-3000:]
+    assert query(database, last_pass) == [(2, 1, 1, 0)]
+    assert query(database, removed) == []
+
+    # Stopped after 2 of its 6 pages are stored: SIGTERM, so the pass is closed by the code that would
+    # finish a complete one (kill -9 closes nothing). Then resumed, complete, with LIST_REMOVALS=false.
+    apis.reset()
+    process = start_crawl(settings={**settings, "MAX_REQUESTS_PER_SECOND": 2})
+    pages_done = "SELECT COUNT(*) FROM listing_pages WHERE pass_id = 3 AND done_at IS NOT NULL"
+    wait_for(lambda: query(database, pages_done)[0][0] >= 2, process, "2 pages stored")
+    process.send_signal(signal.SIGTERM)
+    code, output = finish(process)
+    assert query(database, removed) == []
+    assert code == 0 and "Pass 3 is not complete" in output, output[-3000:]
+    resumed = run_crawl(settings={**settings, "LIST_REMOVALS": "false"})
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Resuming pass 3" in resumed.stderr
+    assert query(database, last_pass) == [(3, 1, 0, 0)]
+    assert query(database, removed) == []
+
+    # A complete pass: the 3 are removed as a 404 removes a product, with a "removed" change row.
+    assert run_crawl(settings=settings).returncode == 0
+    assert query(database, last_pass) == [(4, 1, 0, 3)]
+    assert query(database, removed) == [(key,) for key in gone]
+    assert query(database, "SELECT c.product_id, c.pass_id, c.old_value, c.new_value = SUBSTR(p.removed_at, 1, 19) "
+                           "FROM product_changes c JOIN products p ON p.product_id = c.product_id "
+                           "WHERE c.field = 'removed' ORDER BY c.product_id") == [(key, 4, None, 1) for key in gone]
+
+
+#: What the run after the kill says as it opens the pass it resumes, by store: the pages done of the 30.
+RESUMED = {"sqlite": r"Resuming pass 1 over .*: (\d+) of the 30 pages known so far already done",
+           "redis": r"Joined pass 1 over .* through Redis as instance \S+ \((\d+) of 30 done\)"}
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+def test_a_listing_killed_mid_walk_resumes_at_the_first_page_not_stored(apis, store, request, tmp_path):
+    """Its only instance killed: a pass of one process on SQLite, and a pass shared through Redis on MySQL."""
     apis.rebuild("woocommerce", 3000)
     apis.reset()
     try:
-        database = tmp_path / "products.db"
-        settings = listing_settings(apis, "woocommerce", database, MAX_REQUESTS_PER_SECOND=3)
+        settings = listing_settings(apis, "woocommerce", tmp_path / "products.db", MAX_REQUESTS_PER_SECOND=3)
+        if store == "redis":
+            # A short heartbeat: the restarted instance takes back the dead one's leases within 3 s.
+            settings.update(DATABASE_URL=request.getfixturevalue("mysql_url"), REDIS_URL=REDIS_URL,
+                            REDIS_KEY_PREFIX=request.getfixturevalue("redis_prefix"), REDIS_HEARTBEAT_TTL=3)
+        url = settings["DATABASE_URL"]
+        done_pages = "SELECT page FROM listing_pages WHERE done_at IS NOT NULL"
         process = start_crawl(settings=settings)
-        wait_for(lambda: bool(query_or_none(database, "SELECT COUNT(*) FROM listing_pages WHERE done_at IS NOT "
-                                                      "NULL")) and query(database, "SELECT COUNT(*) FROM "
-                                                      "listing_pages WHERE done_at IS NOT NULL")[0][0] >= 5,
-                 process, "5 pages stored")
+        wait_for(lambda: len(query_or_none(url, done_pages) or ()) >= 5, process, "5 pages stored")
         process.send_signal(signal.SIGKILL)
         finish(process)
-        done_before = {row[0] for row in query(database, "SELECT page FROM listing_pages WHERE done_at IS NOT NULL")}
+        done_before = {row[0] for row in database_rows(url, done_pages)}
         asked_before = len(list_arrivals(apis, "woocommerce"))
         apis.reset()
         done = run_crawl(settings={**settings, "MAX_REQUESTS_PER_SECOND": 50})
         assert done.returncode == 0, done.stderr[-3000:]
-        assert "Resuming pass 1" in done.stderr
-        assert rows(database) == expected(apis, "woocommerce")
+        resumed = re.search(RESUMED[store], done.stderr)
+        assert resumed, done.stderr[-3000:]
+        assert rows(url) == expected(apis, "woocommerce")
         asked_after = [int(parse_qs(a["query"])["page"][0]) for a in list_arrivals(apis, "woocommerce")]
-        # No page stored before the kill is asked again; only the ones in flight then are.
-        assert not done_before & set(asked_after)
-        assert len(asked_after) + len(done_before) <= 30 + 3
+        # No page stored before the kill is asked again; only the ones in flight then are. Redis learns
+        # that a page is done just after the database commits it: a kill between the two leaves that
+        # page leased, in flight, and it is asked again.
+        unacknowledged = len(done_before) - int(resumed[1])
+        assert unacknowledged in ((0,) if store == "sqlite" else (0, 1)), (done_before, resumed[0])
+        assert len(done_before & set(asked_after)) == unacknowledged, (done_before, asked_after)
+        assert len(asked_after) + len(done_before) <= 30 + 3 + unacknowledged
         assert asked_before >= len(done_before)
     finally:
         apis.rebuild("woocommerce")
 
 
-def query_or_none(database: Path, sql: str) -> list[tuple[Any, ...]] | None:
+def query_or_none(url: str, sql: str) -> list[tuple[Any, ...]] | None:
+    """The rows, or None while the crawl has not yet made its tables."""
     try:
-        return query(database, sql)
-    except sqlite3.Error:
+        return database_rows(url, sql)
+    except (sqlite3.Error, pymysql.Error):
         return None
 
 
@@ -363,7 +452,7 @@ def test_a_wrong_key_stops_a_listing_with_exit_3_and_stores_nothing(apis, tmp_pa
     done = run_crawl(settings=settings)
     assert done.returncode == 3, done.stderr[-3000:]
     assert "Stopping the crawl" in done.stderr
-    assert query_or_none(database, "SELECT COUNT(*) FROM products") in (None, [(0,)])
+    assert query_or_none(f"sqlite:///{database}", "SELECT COUNT(*) FROM products") in (None, [(0,)])
     assert query(database, "SELECT finished_at FROM crawl_passes") == [(None,)]
 
 

@@ -57,9 +57,6 @@ class RedisListingPass(RedisPass):
             assert self.row_stamp is not None
             await maybe_deferred_to_future(database.run(set_since, self.row_stamp, since))
         self.pages.urls[1] = reply_text(await self.client.hget(self.key("pages"), "1") or self.pages.urls[1])
-        state = await self.state()
-        if state is not None and state.pass_id == self.pass_id:
-            self.total = state.end_id
         return line
 
     async def lease(self, count: int) -> Lease:

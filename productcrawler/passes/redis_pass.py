@@ -213,8 +213,11 @@ class RedisPass:
             await self._expire(int(replaced))
         await self._heartbeat({})
         self.done_at_start = await self.done_count()
-        raw = await self.client.hget(self.pass_key, "started_at")
-        self.started_at = None if raw is None else float(raw)
+        raw_started, raw_end = await self.client.hmget(self.pass_key, ["started_at", "end"])
+        self.started_at = None if raw_started is None else float(raw_started)
+        if self.grows and raw_end is not None:
+            # A joined listing is as long as the pages Redis knows of, not the one page this instance knows.
+            self.total = max(self.total, int(raw_end))
         if self.record is not None:
             self.row_stamp = await self.record.open(
                 self.token, self.ids, self.started_at,

@@ -163,11 +163,11 @@ def tls_mariadb(tmp_path_factory: pytest.TempPathFactory, certificates: Any) -> 
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[Any]:
-    """A PostgreSQL server of the session (tests/support/postgres.py)."""
+def postgres_server(certificates: Any) -> Iterator[Any]:
+    """A PostgreSQL server of the session (tests/support/postgres.py), offering TLS with the test CA's certificate."""
     from tests.support.postgres import PostgresServer
 
-    yield from _running(PostgresServer())
+    yield from _running(PostgresServer(tls=(certificates.server_cert, certificates.server_key)))
 
 
 @pytest.fixture

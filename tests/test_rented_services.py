@@ -309,3 +309,38 @@ def test_a_url_of_the_wrong_kind_for_the_server_fails_at_start(tmp_path, redis_c
     line = one_line(result)
     for word in words:
         assert word in line
+
+
+# --- PostgreSQL over TLS: the session's server offers the test CA's certificate for 127.0.0.1 ----------
+
+
+def test_postgresql_with_ssl_ca_verifies_the_certificate_and_stores(postgres_server, postgresql_url, certificates,
+                                                                     clean_simulator):
+    url = f"{postgresql_url}?ssl_ca={certificates.ca}"
+    result = run_crawl("-a", "end_id=5", env=crawl_env(DATABASE_URL=url, API_BASE_URL=clean_simulator.base_url),
+                       timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    name = postgresql_url.rsplit("/", 1)[1]
+    ((stored, failed),) = postgres_server.admin("SELECT stored, failed FROM crawl_passes", database=name)
+    assert stored > 0 and failed == 0
+    assert postgres_server.admin("SELECT COUNT(*) FROM products", database=name) == [(stored,)]
+
+
+def test_postgresql_with_the_wrong_ca_fails_at_start_naming_tls(postgresql_url, certificates):
+    result = run_crawl(env=crawl_env(DATABASE_URL=f"{postgresql_url}?ssl_ca={certificates.other_ca}"), timeout=60)
+    assert result.returncode == 2, result.stderr[-2000:]
+    line = one_line(result)
+    assert "DATABASE_URL" in line and "certificate verify failed" in line, line
+
+
+def test_postgresql_whose_certificate_names_another_host_fails_at_start(postgres_server, postgresql_url,
+                                                                        certificates):
+    # The right CA, but the server is reached at 127.0.0.2, which its certificate (127.0.0.1, localhost)
+    # does not name: ssl_ca means verify-full, as for MySQL.
+    with TcpProxy("127.0.0.1", postgres_server.port, host="127.0.0.2") as forward:
+        url = postgresql_url.replace(f"@127.0.0.1:{postgres_server.port}/", f"@127.0.0.2:{forward.port}/")
+        result = run_crawl(env=crawl_env(DATABASE_URL=f"{url}?ssl_ca={certificates.ca}"), timeout=60)
+        assert forward.accepted >= 1
+    assert result.returncode == 2, result.stderr[-2000:]
+    line = one_line(result)
+    assert "DATABASE_URL" in line and "127.0.0.2" in line and "does not match" in line, line

@@ -2,7 +2,10 @@
 
 ``initdb`` into a temporary directory, then ``postgres`` on a fixed port of the
 test range (27432, moved by ``ports.offset()``), once per session
-(``conftest.py``'s ``postgres_server``). PostgreSQL refuses to run as root: as
+(``conftest.py``'s ``postgres_server``), with TLS on when given the tests'
+certificates (a certificate for 127.0.0.1 and localhost, signed by the test CA):
+plain connections still work, and a ``DATABASE_URL`` with ``ssl_ca`` verifies
+it. PostgreSQL refuses to run as root: as
 root, the server runs as the ``postgres`` user the package creates. A missing
 binary fails the test that needs it, naming it; it never skips.
 """
@@ -40,6 +43,8 @@ class PostgresServer:
     port: int = POSTGRES_PORT
     directory: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="pc-postgres-")))
     process: subprocess.Popen[bytes] | None = None
+    #: (certificate, key) the server offers TLS with; None: no TLS.
+    tls: tuple[Path, Path] | None = None
 
     def start(self) -> None:
         for program in ("initdb", "postgres"):
@@ -57,7 +62,7 @@ class PostgresServer:
         self.process = subprocess.Popen(
             [*_as_server_user(), str(POSTGRES_BIN / "postgres"), "-D", str(data), "-p", str(self.port),
              "-k", str(self.directory), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
-             "-c", f"log_directory={self.directory}", "-c", "logging_collector=off"],
+             "-c", f"log_directory={self.directory}", "-c", "logging_collector=off", *self._tls_options()],
             stdout=subprocess.DEVNULL, stderr=log.open("wb"))
         deadline = time.monotonic() + START_TIMEOUT
         while True:
@@ -68,6 +73,20 @@ class PostgresServer:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"postgres did not start ({error}): {log.read_text()[-2000:]}") from None
                 time.sleep(0.1)
+
+    def _tls_options(self) -> list[str]:
+        if self.tls is None:
+            return []
+        # The server reads its key as its own user and refuses one others may read.
+        certificate, key = self.directory / "server.crt", self.directory / "server.key"
+        shutil.copyfile(self.tls[0], certificate)
+        shutil.copyfile(self.tls[1], key)
+        key.chmod(0o600)
+        if os.geteuid() == 0:
+            user = pwd.getpwnam("postgres")
+            for path in (certificate, key):
+                os.chown(path, user.pw_uid, user.pw_gid)
+        return ["-c", "ssl=on", "-c", f"ssl_cert_file={certificate}", "-c", f"ssl_key_file={key}"]
 
     def admin(self, sql: str, database: str = "postgres") -> list[tuple[Any, ...]]:
         import psycopg

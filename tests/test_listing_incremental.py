@@ -24,7 +24,7 @@ from tests.support.crawls import finish, read_lines, run_crawl, start_crawl, wai
 from tests.support.imitations import bestbuy, github, shopify
 from tests.support.imitations.served import Served
 from tests.support.imitations.shopify_graphql import ShopifyGraphql
-from tests.support.logs import dumped_stat
+from tests.support.logs import dumped_stat, log_lines
 from tests.support.recipes import recipe
 from tests.support.services import REDIS_URL, mysql_query
 from tests.support.services import query as database_rows
@@ -159,6 +159,7 @@ def test_graphql_errors_that_are_not_throttling_stop_the_crawl_like_a_wrong_mapp
     done = run_crawl(settings=settings)
     assert done.returncode == 3, done.stderr[-3000:]
     assert "Stopping the crawl" in done.stderr
+    assert "check PRODUCT_LIST_QUERY" in done.stderr  # the query is wrong, not PRODUCT_FIELDS
     assert query(database, "SELECT COUNT(*) FROM products") == [(0,)]
 
 
@@ -250,6 +251,39 @@ def test_two_instances_share_the_graphql_cost_budget_through_redis(mysql_url, re
     assert len(arrivals) - len(throttled) <= 8 + 1, len(arrivals)
     for output in (first_output, second_output):
         assert (dumped_stat(output, "downloader/request_method_count/POST") or 0) > 0, output[-3000:]
+
+
+def test_a_query_over_the_single_query_maximum_stops_the_crawl_at_once_saying_what_it_costs(
+        fast_graphql_api, tmp_path):
+    database = tmp_path / "products.db"
+    settings = pointed("shopify-graphql", fast_graphql_api.url, database, API_KEY=shopify.TOKEN)
+    # One variant each as well: 250 products cost 2 + 250 * (3 + 3) points, where a query may cost 1,000.
+    settings["PRODUCT_LIST_QUERY"] = settings["PRODUCT_LIST_QUERY"].replace(
+        "totalInventory", "totalInventory variants(first: 1) { nodes { id } }")
+    done = run_crawl(settings=settings)
+    assert done.returncode == 3, done.stderr[-3000:]
+    [stop] = [line for line in log_lines(done.stderr, "ERROR") if "Stopping the crawl" in line]
+    assert "Query cost is 1502, which exceeds the single query max cost limit (1000)" in stop, stop
+    assert "check PRODUCT_LIST_QUERY" in stop, stop
+    # Not asked again: the same query costs as much the next time.
+    assert [a["status"] for a in graphql_arrivals(fast_graphql_api)] == [200]
+    assert query(database, "SELECT COUNT(*) FROM products") == [(0,)]
+
+
+def test_a_query_read_from_a_file_is_the_one_posted(tmp_path):
+    with Served(ShopifyGraphql(size=100, restore=1000.0)) as api:
+        database = tmp_path / "products.db"
+        settings = paged(pointed("shopify-graphql", api.url, database, API_KEY=shopify.TOKEN), 50)
+        # As a file is written by hand: over several lines.
+        text = settings["PRODUCT_LIST_QUERY"].replace(" { edges", "\n  { edges").replace(" pageInfo", "\n  pageInfo")
+        path = tmp_path / "products.graphql"
+        path.write_text(text + "\n", encoding="utf-8")
+        done = run_crawl(settings={**settings, "PRODUCT_LIST_QUERY": f"@{path}"})
+        assert done.returncode == 0, done.stderr[-3000:]
+        arrivals = graphql_arrivals(api)
+    assert query(database, "SELECT COUNT(*) FROM products") == [(100,)]
+    assert len(arrivals) == 2
+    assert all(json.loads(a["body"])["query"] == text for a in arrivals), arrivals[0]["body"]
 
 
 def test_a_403_that_says_the_limit_is_spent_is_waited_out_and_a_plain_403_stops(tmp_path):

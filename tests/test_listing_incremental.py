@@ -211,10 +211,11 @@ def test_two_instances_share_the_graphql_cost_budget_through_redis(mysql_url, re
     first one spent, which only the budget shared through Redis tells it: on its own it would send it
     at once and be refused THROTTLED.
 
-    8 pages of 50 (152 points each) against a bucket of 300 restoring 60 a second: each page waits
-    about 2.3 s for its points, so the bucket is all but empty after every query.
+    10 pages of 50 (152 points each) against a bucket of 300 restoring 100 a second: each page waits
+    about 1.4 s for its points, so the bucket is all but empty after every query; the second instance
+    joins after two pages, with pages to spare should it be slow to start.
     """
-    with Served(ShopifyGraphql(size=400, maximum=300, restore=100.0)) as api:
+    with Served(ShopifyGraphql(size=500, maximum=300, restore=100.0)) as api:
         settings = paged(pointed("shopify-graphql", api.url, tmp_path / "unused.db", API_KEY=shopify.TOKEN,
                                  DATABASE_URL=mysql_url, REDIS_URL=REDIS_URL, REDIS_KEY_PREFIX=redis_prefix), 50)
 
@@ -241,14 +242,14 @@ def test_two_instances_share_the_graphql_cost_budget_through_redis(mysql_url, re
         arrivals = graphql_arrivals(api)
     second_output = "".join(second_log)
     assert first_code == second_code == 0, (first_output[-3000:], second_output[-3000:])
-    assert mysql_query(mysql_url, "SELECT COUNT(*), COUNT(DISTINCT product_id) FROM products") == [(400, 400)]
+    assert mysql_query(mysql_url, "SELECT COUNT(*), COUNT(DISTINCT product_id) FROM products") == [(500, 500)]
     throttled = refused_throttled(arrivals)
     print(f"{len(throttled)} THROTTLED of {len(arrivals)} queries")
     # No allowance of one: the bucket is full when the crawl starts, and from then on it is read exactly.
     assert len(throttled) <= 0.01 * len(arrivals), (len(throttled), len(arrivals))
     assert all((a.get("cost") or {}).get("requestedQueryCost", 0) <= 1000 for a in arrivals)
     # Each page answered once (the one the first instance had in flight when stopped may be asked again).
-    assert len(arrivals) - len(throttled) <= 8 + 1, len(arrivals)
+    assert len(arrivals) - len(throttled) <= 10 + 1, len(arrivals)
     for output in (first_output, second_output):
         assert (dumped_stat(output, "downloader/request_method_count/POST") or 0) > 0, output[-3000:]
 

@@ -47,9 +47,6 @@ DOWNLOADER_MIDDLEWARES = {
     # Closest to the downloader: every request actually sent takes a token,
     # retries included.
     "productcrawler.ratelimit.middleware.RateLimitMiddleware": 950,
-    # A GraphQL listing's query-cost budget, said to the rate limit as RateLimit headers (off
-    # without PRODUCT_LIST_QUERY): after it on the way back, so that the rate limit reads them.
-    "productcrawler.budget.graphql_cost.GraphqlCostBudget": 955,
     # Request latency histogram, measured from when the rate limit lets a
     # request go; off unless METRICS_PORT is set.
     "productcrawler.monitoring.request_timing.RequestTiming": 960,

@@ -146,6 +146,27 @@ def test_an_instance_without_a_leak_keeps_the_one_another_measured(redis_prefix:
     assert state["remaining"] == "12" and float(state["leak"]) == 180.0
 
 
+def test_two_instances_wait_for_the_points_of_each_other_s_graphql_queries(redis_prefix: str) -> None:
+    # A bucket of 300 points restoring 100 a second, queries of 152: the first instance's query left 15.
+    async def body(first: RedisBudgetGate, second: RedisBudgetGate) -> list[float]:
+        seq = await first.admit()
+        assert seq is not None
+        report = LeakyReport(seq, time.monotonic(), 285, 300, 100.0, cost=152)
+        await first.report(report)
+        times = []
+        for instance in (second, first):
+            await instance.admit()
+            times.append(time.monotonic() - report.observed_at)
+        return times
+
+    times = run(redis_prefix, body)
+    assert isinstance(times, list)
+    # 152 more points over the 285 used, with 15 (5 %) kept free: 152 must be restored (at 97 % of the rate) first.
+    wait = 152 / (100.0 * budget_plan.LEAK_SAFETY)
+    assert wait <= times[0] <= wait + 0.3, times
+    assert 2 * wait <= times[1] <= 2 * wait + 0.3, times  # and as much again after the other's query
+
+
 def absurd(seq: int, max_wait: float) -> WindowReport:
     """The report of an answer saying nothing is left until a reset 900000000 s away, clamped to ``max_wait``."""
     budget = BudgetHeaders(("x-ratelimit",), max_wait=max_wait).parse(

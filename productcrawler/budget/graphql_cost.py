@@ -1,80 +1,43 @@
-"""A GraphQL listing's query-cost budget (Shopify's ``extensions.cost``), paced as announced budgets are.
+"""A GraphQL listing's query-cost budget (Shopify's ``extensions.cost``), read as a leaky bucket of points.
 
 Shopify's GraphQL Admin API puts its budget in every answer's body, in points:
 ``throttleStatus {maximumAvailable, currentlyAvailable, restoreRate}`` and the
-query's ``requestedQueryCost``. This downloader middleware reads it off each
-listing page's answer and announces it to the rate limit in queries, as the
-IETF ``RateLimit``/``RateLimit-Policy`` headers say a budget: ``r`` queries
-fit in the points available now, the next one fits in ``t`` seconds, and the
-restore rate allows ``q`` queries per ``w`` seconds. The budget machinery
-(``ratelimit/``: paced, shared through Redis) then holds the queries to it,
-as it holds a REST API to its headers, so that a query is sent when its
-points are there rather than refused ``THROTTLED``. It sits after the rate
-limit in the response's way back (a higher order), so the rate limit reads
-the headers it adds.
+query's ``requestedQueryCost``. That is a leaky bucket whose size, level and
+leak the API says: ``maximumAvailable`` points, ``maximumAvailable -
+currentlyAvailable`` of them in use, ``restoreRate`` back each second, and
+each query takes its requested cost (the same query pages the whole listing,
+so the previous answer's cost is the next query's). The pacer
+(:mod:`.pacer`) reads it off each listing page's answer, in place of budget
+headers, whatever format ``RATE_LIMIT_HEADERS`` names, and the gate
+(:mod:`.plan`, shared through Redis by :mod:`.redis_plan`) sends a query when
+its points are there rather than have it refused ``THROTTLED``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from scrapy.exceptions import NotConfigured
+from productcrawler.budget.headers import LeakyBudget
 
-from productcrawler.config.crawler import crawl_config
-from productcrawler.meta import LISTING_PAGE
-
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
-    from scrapy.http import Request, Response
-
-#: The policy's window: long enough that its whole number of queries loses under 2 % of the restore rate.
-WINDOW = 600
+#: The format the budget stats name (``productcrawler/ratelimit/budget/format``).
+GRAPHQL_COST = "graphql-cost"
 
 
-def announced(cost: dict[str, Any]) -> dict[str, str] | None:
-    """The RateLimit headers that say ``extensions.cost``'s budget in queries; None if it is not readable."""
+def cost_budget(body: bytes) -> LeakyBudget | None:
+    """The points bucket an answer's ``extensions.cost`` says; None if the body does not say one."""
+    if b'"cost"' not in body:
+        return None
     try:
+        cost: Any = json.loads(body)["extensions"]["cost"]
         status = cost["throttleStatus"]
-        per_query = float(cost["requestedQueryCost"])
-        available = float(status["currentlyAvailable"])
+        per_query = math.ceil(float(cost["requestedQueryCost"]))
+        size = math.floor(float(status["maximumAvailable"]))
+        available = math.floor(float(status["currentlyAvailable"]))
         restore = float(status["restoreRate"])
-    except (KeyError, TypeError, ValueError):
+    except (ValueError, KeyError, TypeError, OverflowError):
         return None
-    if per_query <= 0 or restore <= 0 or available < 0:
+    if per_query <= 0 or size <= 0 or not 0 < restore < math.inf or not 0 <= available <= size:
         return None
-    fits = math.floor(available / per_query)
-    until_next = math.ceil((per_query * (fits + 1) - available) / restore)
-    per_window = max(1, math.floor(restore * WINDOW / per_query))
-    return {"RateLimit-Policy": f'"cost";q={per_window};w={WINDOW}',
-            "RateLimit": f'"cost";r={fits};t={max(1, until_next)}'}
-
-
-class GraphqlCostBudget:
-    """Adds the RateLimit headers of a GraphQL listing page's cost to its answer (off without PRODUCT_LIST_QUERY)."""
-
-    def __init__(self) -> None:
-        self.seen = 0
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> GraphqlCostBudget:
-        listing = crawl_config(crawler).listing.url
-        if listing is None or listing.graphql is None:
-            raise NotConfigured
-        return cls()
-
-    def process_response(self, request: Request, response: Response) -> Response:
-        if LISTING_PAGE not in request.meta or response.status != 200 or b'"cost"' not in response.body:
-            return response
-        try:
-            cost = json.loads(response.body)["extensions"]["cost"]
-        except (ValueError, KeyError, TypeError):
-            return response
-        headers = announced(cost)
-        if headers is None:
-            return response
-        self.seen += 1
-        merged = response.headers.copy()
-        merged.update(headers)
-        return response.replace(headers=merged)
+    return LeakyBudget(GRAPHQL_COST, size - available, size, leak=restore, cost=per_query)

@@ -78,11 +78,15 @@ class WindowBudget:
 
 @dataclass(frozen=True)
 class LeakyBudget:
-    """A leaky bucket filled to ``level`` of ``size``."""
+    """A leaky bucket filled to ``level`` of ``size``, in the API's units (requests, or a GraphQL API's points)."""
 
     format: str
     level: int
     size: int
+    #: Units that leak each second, when the API says (GraphQL's ``restoreRate``); None: measured from the answers.
+    leak: float | None = None
+    #: Units one request takes (a GraphQL query's ``requestedQueryCost``).
+    cost: int = 1
 
 
 Budget = WindowBudget | LeakyBudget

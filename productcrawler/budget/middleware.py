@@ -5,10 +5,10 @@ hold a proxy's slot meanwhile: sent late, the held requests would go out
 together and crowd that proxy's send window. So the budget is asked here,
 before the proxy middleware and the rate limit's slot.
 
-The answers are read for the budget where the rate limit reads them, after
-``GraphqlCostBudget`` has said a GraphQL cost as RateLimit headers: the rate
+The answers are read for the budget where the rate limit reads them: the rate
 limit (:class:`~productcrawler.ratelimit.middleware.RateLimitMiddleware`)
-finds this middleware at its first answer and reads them for its pacer. Without the rate limit
+finds this middleware at its first answer and reads them for its pacer
+(their headers, or a GraphQL listing page's cost). Without the rate limit
 (``RATE_LIMIT_ENABLED`` off) nothing would read them: this middleware is then
 off, and requests go without a budget. Whether it admits is settled when it is
 built, not at ``spider_opened``: the pass's scheduler hands out requests while
@@ -62,7 +62,9 @@ class BudgetGateMiddleware:
         client = None if config.redis.url is None else crawler_redis(crawler, config.redis.url)
         gate = new_gate(client, Keys(config.redis.key_prefix).budget, cap=cap, stop=StopWatch(stopping),
                         max_wait=max_wait)
-        return cls(crawler, BudgetPacer(crawler.stats, gate, config.budget.headers, cap, max_wait))
+        graphql = config.listing.url is not None and config.listing.url.graphql is not None
+        return cls(crawler, BudgetPacer(crawler.stats, gate, config.budget.headers, cap, max_wait,
+                                        graphql=graphql))
 
     def spider_opened(self) -> None:
         if self.crawler.crawling:  # not `scrapy shell`, which never "crawls"

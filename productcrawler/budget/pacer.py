@@ -4,7 +4,8 @@ Built by :class:`~productcrawler.budget.middleware.BudgetGateMiddleware`
 when ``RATE_LIMIT_HEADERS`` is not ``off``. Each request is let through by the
 gate (:mod:`.plan`, or :mod:`.redis_plan` with ``REDIS_URL``) before it
 takes its token-bucket slot, and carries its number in ``meta``; each answer,
-whatever its status, is read for budget headers (:mod:`.headers`) and
+whatever its status, is read for budget headers (:mod:`.headers`), a
+GraphQL listing page's for its cost (:mod:`.graphql_cost`), and
 reported (:mod:`.reader`). The pace in force, the budget left and its
 reset go into the stats (``productcrawler/ratelimit/budget/*``), which the
 progress line and the Prometheus metrics read.
@@ -35,15 +36,17 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import IgnoreRequest
 
 from productcrawler import stat_keys
+from productcrawler.budget.graphql_cost import cost_budget
 from productcrawler.budget.headers import BudgetHeaders
 from productcrawler.budget.reader import BudgetReader
 from productcrawler.budget.stop import Stopping, StopWatch
-from productcrawler.meta import ABANDONED, BUDGET_PROBE, BUDGET_SEQ, NOT_SENT_BUDGET
+from productcrawler.meta import ABANDONED, BUDGET_PROBE, BUDGET_SEQ, LISTING_PAGE, NOT_SENT_BUDGET
 
 if TYPE_CHECKING:
     from scrapy.http import Request, Response
     from scrapy.statscollectors import StatsCollector
 
+    from productcrawler.budget.headers import Budget as Announced
     from productcrawler.budget.plan import Budget, BudgetGate
 
 #: Requests in flight while no budget is known: enough to learn one within a round trip,
@@ -57,11 +60,13 @@ logger = logging.getLogger(__name__)
 
 class BudgetPacer:
     def __init__(self, stats: StatsCollector, gate: BudgetGate, formats: tuple[str, ...],
-                 cap: float, max_wait: float = math.inf) -> None:
+                 cap: float, max_wait: float = math.inf, *, graphql: bool = False) -> None:
         self.stats = stats
         self.gate = gate
         self.stop: StopWatch = gate.stop
         self.headers = BudgetHeaders(formats, max_wait)
+        #: A GraphQL listing: its pages' answers say their budget in the body (:mod:`.graphql_cost`).
+        self.graphql = graphql
         self.reader = BudgetReader()
         self.cap = cap
         self.format: str | None = None  # the format last seen
@@ -118,8 +123,12 @@ class BudgetPacer:
             self._probe_done.set()
 
     async def observe(self, request: Request, response: Response) -> bool:
-        """Read ``response``'s budget headers; whether it had any."""
-        budget = self.headers.parse(response.headers, time.time())
+        """Read ``response``'s budget (its headers, or a GraphQL page's cost); whether it had any."""
+        budget: Announced | None = None
+        if self.graphql and LISTING_PAGE in request.meta:
+            budget = cost_budget(response.body)
+        if budget is None:
+            budget = self.headers.parse(response.headers, time.time())
         if self.headers.malformed:
             self.stats.set_value(stat_keys.BUDGET_MALFORMED, self.headers.malformed)
         if self.headers.clamped:

@@ -12,7 +12,8 @@ report (by ``seq``: the answer to the latest request let through) decides:
   quota, spread over the window (when the quota and the window are known;
   otherwise the gate stays open until an answer tells the new budget);
 * leaky bucket: the level the API will see is the reported level plus the
-  requests let through since, less what leaked at the measured rate; the next
+  requests let through since (each its cost: one, or a GraphQL query's
+  points), less what leaked at the measured (or announced) rate; the next
   request goes when that stays below the size less a margin. Before the leak
   is measured, one request goes every ``PROBE_INTERVAL`` while the bucket has
   room, so that answers keep coming and measure it.
@@ -141,7 +142,7 @@ class Plan:
         return opened
 
     def _leaky_slot(self, report: LeakyReport, now: float) -> float:
-        level = report.level + self._behind(report) + 1  # with this request, before any leak
+        level = report.level + (self._behind(report) + 1) * report.cost  # with this request, before any leak
         excess = level - (report.size - level_margin(report.size))
         if excess <= 0:
             return now
@@ -158,10 +159,10 @@ class Plan:
             reset_in = max(0.0, report.reset_at - now)
             return Budget(min(cap, usable / reset_in) if reset_in > 0 else cap, usable, reset_in)
         if isinstance(report, LeakyReport):
-            room = report.size - report.level - self._since(report)
+            room = report.size - report.level - self._since(report) * report.cost
             leaked = (report.leak or 0.0) * max(0.0, now - report.observed_at)
-            pace = min(cap, report.leak * LEAK_SAFETY) if report.leak else 1.0 / PROBE_INTERVAL
-            return Budget(pace, max(0.0, min(report.size, room + leaked)), None)
+            pace = min(cap, report.leak * LEAK_SAFETY / report.cost) if report.leak else 1.0 / PROBE_INTERVAL
+            return Budget(pace, max(0.0, min(report.size, room + leaked)) / report.cost, None)
         return None
 
 

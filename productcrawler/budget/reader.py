@@ -13,7 +13,8 @@ when it handled that request. A report adds what one answer cannot say:
   the old reset lies between the last answer of the old window and the first
   of the new one, and with the window's length known (a header, or the step
   between successive epoch resets) the new reset is one length after it;
-* for a leaky bucket, the leak rate, which no header gives: the level of
+* for a leaky bucket, the leak rate, when the API does not say it (no header
+  does; a GraphQL API's ``restoreRate`` does): the level of
   the oldest answer of the last ``LEAK_HORIZON`` seconds plus the requests let
   through since, minus the level now, is what leaked. Requests are numbered
   when let through, not when they reach the API, and a few numbered before
@@ -62,7 +63,8 @@ class LeakyReport:
     observed_at: float
     level: int
     size: int
-    leak: float | None  # requests per second leaked; None: not measured yet
+    leak: float | None  # units (requests, or points) leaked per second; None: not measured yet
+    cost: int = 1  # units one request takes
 
 
 Report = WindowReport | LeakyReport
@@ -142,6 +144,8 @@ class BudgetReader:
         if not self._newer(seq):
             return None
         self._latest = (seq, budget.level, at)
+        if budget.leak is not None:  # announced: nothing to measure
+            return LeakyReport(seq, at, budget.level, budget.size, budget.leak, budget.cost)
         leak = None
         if seq is not None:
             while self._levels and at - self._levels[0][0] > LEAK_HORIZON:

@@ -102,7 +102,7 @@ class RedisBudgetGate:
         seq = -1 if report.seq is None else report.seq
         if isinstance(report, LeakyReport):
             values: list[Any] = ["l", seq, repr(age), report.level, report.size,
-                                 -1 if report.leak is None else repr(report.leak)]
+                                 -1 if report.leak is None else repr(report.leak), report.cost]
         else:
             values = ["w", seq, repr(age), report.remaining, repr(report.reset_at - report.observed_at),
                       -1 if report.quota is None else report.quota,

@@ -173,6 +173,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("RATE_LIMIT_HEADERS", "auto", p.rate_limit_headers, "rate", "`auto`, `off` or a format",
             "read the budget the API announces in its answers' headers and pace below it (shared through "
             "Redis): `auto` (every format), `off`, or one of `ietf`, `x-ratelimit`, `bigcommerce`, `shopify`; "
+            "a GraphQL listing's cost (in the body) is read unless `off`; "
             "see [Rate-limit headers](rate-limit-headers.md)",
             "`auto`"),
     Setting("RATE_LIMIT_HEADERS_MAX_WAIT", 300.0, p.real(above=0), "rate", "seconds > 0",

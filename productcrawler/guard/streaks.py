@@ -12,6 +12,7 @@ from redis.exceptions import RedisError
 
 from productcrawler.config import mask_credentials
 from productcrawler.download.errors import exception_detail, known_reason
+from productcrawler.listing.graphql import GRAPHQL_ERRORS
 from productcrawler.meta import AUTH, NO_ANSWER, NOT_PRODUCT
 
 if TYPE_CHECKING:
@@ -54,6 +55,9 @@ def _diagnosis(streak: Streak, config: CrawlConfig, *, products: int, proxies: b
                 f"(last: {streak.last} for {streak.url}); check API_KEY ({key})")
     if streak.kind == NOT_PRODUCT:
         error = streak.last
+        if error.detail.startswith(f"{GRAPHQL_ERRORS}: "):  # the query is wrong, not the mapping
+            return (f"the API answered the GraphQL query with errors, {count} in a row (last: "
+                    f"{error.detail.removeprefix(f'{GRAPHQL_ERRORS}: ')}; URL {streak.url}); check PRODUCT_LIST_QUERY")
         keys = ", ".join(error.keys) if error.keys else "none"
         return (f"{count} answers in a row were 200s without a product (last: {error}; keys found: "
                 f"{keys}; URL {streak.url}); check PRODUCT_FIELDS "

@@ -11,7 +11,8 @@ ledger keeps for it (its "locator", where a REST listing keeps a URL).
 
 An answer's ``errors`` that say ``THROTTLED`` are an exhausted budget (retried
 after the wait its cost needs, as a 429 is); any other errors make the page
-no listing page (the guard stops the crawl, exit 3, as for a wrong mapping).
+no listing page (the guard stops the crawl, exit 3, as for a wrong mapping),
+at once for ``MAX_COST_EXCEEDED``: the same query costs as much again.
 """
 
 from __future__ import annotations
@@ -26,20 +27,26 @@ from productcrawler.listing.answer import ListingError
 
 #: The error code of a query refused for the points it would cost now (Shopify).
 THROTTLED = "THROTTLED"
+#: The error code of a query that costs more than any one query may (Shopify: 1,000 points).
+MAX_COST_EXCEEDED = "MAX_COST_EXCEEDED"
+#: The reason of an answer with other errors (``bad_response/graphql_errors``).
+GRAPHQL_ERRORS = "graphql_errors"
 #: How deep an answer's ``data`` is searched for the connection.
 SEARCH_DEPTH = 4
 
 
 class GraphqlErrors(Exception):
-    """An answer with GraphQL errors; ``throttled`` when every one says THROTTLED."""
+    """An answer with GraphQL errors (its messages); ``throttled`` when every one says THROTTLED,
+    ``over_cost_limit`` when one says the query costs more than any one query may."""
 
     def __init__(self, errors: list[Any]) -> None:
         self.errors = errors
         codes = [error.get("extensions", {}).get("code") if isinstance(error, dict) else None for error in errors]
         self.throttled = bool(codes) and all(code == THROTTLED for code in codes)
+        self.over_cost_limit = MAX_COST_EXCEEDED in codes
         messages = "; ".join(str(error.get("message", error)) if isinstance(error, dict) else str(error)
                              for error in errors[:3])
-        super().__init__(f"GraphQL errors: {messages}"[:500])
+        super().__init__(messages[:500])
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from scrapy import signals
 from twisted.internet.task import LoopingCall
 
 from productcrawler import stat_keys
+from productcrawler.budget.graphql_cost import GRAPHQL_COST
+from productcrawler.budget.headers import SHOPIFY
 from productcrawler.config.crawler import crawl_config
 from productcrawler.passes.crawler import built_pass
 
@@ -18,6 +20,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+#: The budgets that are leaky buckets: room left, no reset.
+LEAKY_FORMATS = (SHOPIFY, GRAPHQL_COST)
 
 
 class ProgressLog:
@@ -73,7 +78,7 @@ class ProgressLog:
             return ""
         left = self.stats.get_value(stat_keys.BUDGET_REMAINING, 0)
         reset = self.stats.get_value(stat_keys.BUDGET_RESET_SECONDS)
-        if self.stats.get_value(stat_keys.BUDGET_FORMAT) == "shopify" or reset is None:
+        if self.stats.get_value(stat_keys.BUDGET_FORMAT) in LEAKY_FORMATS or reset is None:
             return f"; budget: pace {pace:.0f}/s, room for {left:.0f}"
         return f"; budget: pace {pace:.0f}/s, {left:.0f} left, reset in {reset:.1f} s"
 

@@ -27,7 +27,7 @@ from productcrawler.download.errors import exception_detail, exception_reason, k
 from productcrawler.guard.failure_guard import WholesaleFailureGuard
 from productcrawler.items import FAILED, MISSING, FailureItem, PageItem, ProductItem
 from productcrawler.listing import ListingError
-from productcrawler.listing.graphql import GraphqlErrors, cost_wait
+from productcrawler.listing.graphql import GRAPHQL_ERRORS, GraphqlErrors, cost_wait
 from productcrawler.listing.listed import ListedProducts
 from productcrawler.listing.reader import PageReader
 from productcrawler.meta import ABANDONED, LISTED_ON, LISTING_PAGE, PRODUCT_ID
@@ -221,7 +221,8 @@ class ProductsSpider(Spider):
             objects, revealed = self.pages.read(page, response)
         except GraphqlErrors as errors:
             if not errors.throttled:
-                return self._not_a_page(request, response, BadResponse("graphql_errors", str(errors)))
+                return self._not_a_page(request, response, BadResponse(GRAPHQL_ERRORS, str(errors)),
+                                        retry=not errors.over_cost_limit)
             # Over the query-cost budget (an HTTP 200): a 429, waiting for the points it needs.
             self.crawler.stats.inc_value(stat_keys.RATELIMIT_429)
             wait = cost_wait(decode_answer(response.body), self.retry_policy.retry_after_max)
@@ -263,15 +264,18 @@ class ProductsSpider(Spider):
             requests.append(request)
         return [*requests, *self.listed.listed(PageItem(page, response.url, [], revealed), ids)]
 
-    def _not_a_page(self, request: Request, response: Response, bad: BadResponse) -> list[Any]:
-        """An answer that is no listing page: retried, then the page failed (and the guard stops the crawl)."""
+    def _not_a_page(self, request: Request, response: Response, bad: BadResponse, *, retry: bool = True) -> list[Any]:
+        """An answer that is no listing page: retried (if ``retry``), then the page failed (and the guard stops
+        the crawl)."""
         self.crawler.stats.inc_value(stat_keys.bad_response(bad.reason))
         # The guard's not-a-product streak: a wrong mapping, query or URL is a wrong configuration.
         self.crawler.signals.send_catch_log(signals_.bad_response, request=request,
                                             error=BadResponse("not_a_product", str(bad)))
         logger.warning("Listing page %d (%s) is not a listing page: %s", request.meta[LISTING_PAGE], response.url,
                        bad)
-        step = self.retry_policy.next_step(request, reason=f"bad_response/{bad.reason}", http_status=response.status)
+        reason = f"bad_response/{bad.reason}"
+        step = (self.retry_policy.next_step(request, reason=reason, http_status=response.status) if retry
+                else self.retry_policy.give_up(request, reason=reason, http_status=response.status))
         return [step if isinstance(step, Request) else self._page_failed(request, step.reason, response.status)]
 
     def _page_failed(self, request: Request, reason: str, http_status: int | None) -> PageItem:

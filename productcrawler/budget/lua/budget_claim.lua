@@ -16,7 +16,7 @@ local skew, hold, max_wait = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV
 local function fmt(x) return string.format('%.6f', x) end
 local seq = (tonumber(redis.call('HGET', key, 'seq')) or 0) + 1
 local s = redis.call('HMGET', key, 'kind', 'rseq', 'observed_at', 'remaining', 'reset_at', 'quota', 'window',
-  'size', 'leak', 'last_at')
+  'size', 'leak', 'last_at', 'cost')
 local kind, rseq, observed = s[1], tonumber(s[2]), tonumber(s[3])
 local last_at = tonumber(s[10]) or -1e18
 local at, pace, left, reset_in = now, -1, -1, -1
@@ -54,8 +54,8 @@ if kind == 'w' then
     pace = (reset_in > 0) and math.min(cap, left / reset_in) or cap
   end
 elseif kind == 'l' then
-  local level, size, leak = tonumber(s[4]), tonumber(s[8]), tonumber(s[9])
-  local filled = level + (seq - 1 - rseq) + 1
+  local level, size, leak, cost = tonumber(s[4]), tonumber(s[8]), tonumber(s[9]), tonumber(s[11]) or 1
+  local filled = level + (seq - rseq) * cost  -- with this request, before any leak
   local excess = filled - (size - math.max(1, level_margin * size, math.min(skew, size / 4)))
   if excess > 0 then
     if leak > 0 then
@@ -65,8 +65,8 @@ elseif kind == 'l' then
     end
   end
   local leaked = math.max(0, leak) * math.max(0, now - observed)
-  left = math.max(0, math.min(size, size - level - (seq - rseq) + leaked))
-  pace = (leak > 0) and math.min(cap, leak * leak_safety) or 1 / probe
+  left = math.max(0, math.min(size, size - level - (seq - rseq) * cost + leaked)) / cost
+  pace = (leak > 0) and math.min(cap, leak * leak_safety / cost) or 1 / probe
 end
 
 if at - now > hold then

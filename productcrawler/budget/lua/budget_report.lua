@@ -5,7 +5,7 @@
 -- window (-1: unknown), reset_before (the earliest it can be), clamped (1: the reset was clamped to
 -- RATE_LIMIT_HEADERS_MAX_WAIT, and is not narrowed by other answers); the bounds of the answers of one
 -- window, whichever instance had them, are intersected;
--- for 'l': level, size, leak (requests per second, -1: unknown).
+-- for 'l': level, size, leak (units per second, -1: unknown), cost (units one request takes).
 -- Returns 1 if recorded, 0 if not.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -41,7 +41,7 @@ else
   local leak = ARGV[7]
   if tonumber(leak) < 0 and s[1] == 'l' then leak = redis.call('HGET', key, 'leak') or leak end
   redis.call('HSET', key, 'kind', 'l', 'rseq', seq, 'observed_at', fmt(observed), 'remaining', ARGV[5],
-    'size', ARGV[6], 'leak', leak)
+    'size', ARGV[6], 'leak', leak, 'cost', ARGV[8])
 end
 redis.call('PEXPIRE', key, math.ceil(ttl * 1000))
 return 1

@@ -17,7 +17,7 @@ import redis
 
 from productcrawler.budget import plan as budget_plan
 from productcrawler.budget.headers import BudgetHeaders, WindowBudget
-from productcrawler.budget.reader import BudgetReader, LeakyReport, WindowReport
+from productcrawler.budget.reader import SKEW, BudgetReader, LeakyReport, WindowReport
 from productcrawler.budget.redis_plan import KEY_TTL, RedisBudgetGate
 from productcrawler.redis_connection import WAITED_FOR_TIMEOUTS, async_redis_client
 from productcrawler.redis_keys import Keys
@@ -167,27 +167,61 @@ def test_two_instances_wait_for_the_points_of_each_other_s_graphql_queries(redis
     assert 2 * wait <= times[1] <= 2 * wait + 0.3, times  # and as much again after the other's query
 
 
-def absurd(seq: int, max_wait: float) -> WindowReport:
-    """The report of an answer saying nothing is left until a reset 900000000 s away, clamped to ``max_wait``."""
+def absurd(seq: int, max_wait: float, remaining: int = 0) -> WindowReport:
+    """The report of an answer saying ``remaining`` of 200 are left until a reset 900000000 s away, clamped to
+    ``max_wait``."""
     budget = BudgetHeaders(("x-ratelimit",), max_wait=max_wait).parse(
-        {"X-RateLimit-Limit": "200", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "900000000"}, time.time())
+        {"X-RateLimit-Limit": "200", "X-RateLimit-Remaining": str(remaining), "X-RateLimit-Reset": "900000000"},
+        time.time())
     assert isinstance(budget, WindowBudget)
     report = BudgetReader().read(budget, seq, time.monotonic(), time.time())
     assert isinstance(report, WindowReport)
     return report
 
 
-def test_an_absurd_reset_holds_the_other_instances_no_longer_than_the_longest_wait(redis_prefix: str) -> None:
-    async def body(first: RedisBudgetGate, second: RedisBudgetGate) -> float:
-        seq = await first.admit()
-        assert seq is not None
-        await first.report(absurd(seq, max_wait=1.5))
+def test_under_an_absurd_reset_two_instances_spend_what_is_left_at_the_cap_then_probe(redis_prefix: str) -> None:
+    left = 40 - 4 - SKEW  # 40 left, less the quota's margin and SKEW for requests reaching the API out of order
+
+    async def spend(gates: tuple[RedisBudgetGate, RedisBudgetGate], count: int) -> float:
         started = time.monotonic()
-        await asyncio.wait_for(second.admit(), 10)
+        await asyncio.wait_for(asyncio.gather(*(instance.admit() for instance in gates for _ in range(count // 2))),
+                               10)
         return time.monotonic() - started
 
-    waited = run(redis_prefix, body)
-    assert isinstance(waited, float) and 1.4 <= waited <= 2.5, waited
+    async def body(first: RedisBudgetGate, second: RedisBudgetGate) -> tuple[float, float, float]:
+        seq = await first.admit()
+        assert seq is not None
+        await first.report(absurd(seq, max_wait=300.0, remaining=40))
+        burst = await spend((first, second), left)  # spread over the clamped 300 s, these would take 230 s
+        started = time.monotonic()
+        probe = await second.admit()  # spent: one request, a second after the last
+        waited = time.monotonic() - started
+        assert probe is not None
+        await second.report(absurd(probe, max_wait=300.0, remaining=199))  # its answer: a new window
+        return burst, waited, await spend((first, second), 100)
+
+    burst, waited, resumed = run(redis_prefix, body)  # type: ignore[misc]
+    assert burst <= 0.5, burst  # 28 at 500/s: 56 ms
+    assert 0.95 <= waited <= 1.5, waited
+    assert resumed <= 0.8, resumed  # 100 at 500/s: 0.2 s
+
+
+def test_an_absurd_reset_is_probed_at_doubling_intervals_no_longer_than_the_longest_wait(redis_prefix: str) -> None:
+    async def body(first: RedisBudgetGate, second: RedisBudgetGate) -> list[float]:
+        seq = await first.admit()
+        assert seq is not None
+        started = time.monotonic()
+        await first.report(absurd(seq, max_wait=3.5))  # nothing left, the reset clamped to 3.5 s
+        times = []
+        for _ in range(3):  # the probes, unanswered (lost)
+            await asyncio.wait_for(second.admit(), 10)
+            times.append(time.monotonic() - started)
+        return times
+
+    times = run(redis_prefix, body)
+    assert isinstance(times, list)
+    # One a second after the last request, the next two seconds later, the third at the clamped reset.
+    assert 0.95 <= times[0] <= 1.4 and 2.95 <= times[1] <= 3.4 and 3.45 <= times[2] <= 4.2, times
     # That window over, what follows is unknown: no budget is kept (the next requests are probes).
     assert "kind" not in shared(redis_prefix)
     assert 0 < redis.Redis.from_url(REDIS_URL).pttl(f"{redis_prefix}:ratelimit:budget") <= KEY_TTL * 1000
@@ -207,7 +241,8 @@ def test_a_newer_answer_ends_a_wait_another_one_announced(redis_prefix: str) -> 
         return time.monotonic() - started
 
     waited = run(redis_prefix, body)
-    assert isinstance(waited, float) and waited <= budget_plan.HOLD + 0.3, waited
+    # At once: this instance's own answer wakes its waiting request, due to probe a second after the last.
+    assert isinstance(waited, float) and waited <= 0.3, waited
 
 
 def test_a_budget_recorded_under_a_longer_bound_holds_an_instance_only_as_long_as_its_own(redis_prefix: str) -> None:

@@ -24,7 +24,7 @@ from productcrawler import stat_keys
 from productcrawler.budget.headers import BudgetHeaders, LeakyBudget, WindowBudget
 from productcrawler.budget.middleware import BudgetGateMiddleware
 from productcrawler.budget.plan import Plan
-from productcrawler.budget.reader import BudgetReader, LeakyReport, WindowReport
+from productcrawler.budget.reader import SKEW, BudgetReader, LeakyReport, WindowReport
 from productcrawler.ratelimit.middleware import RateLimitMiddleware
 from tests.support.doubles import engine_with
 from tests.support.imitations.budgets import LeakyBucket
@@ -230,18 +230,83 @@ def test_a_429_without_budget_headers_still_halves_the_rate() -> None:
     assert mw.crawler.stats.get_value(stat_keys.BUDGET_429) is None
 
 
-@pytest.mark.parametrize("reset", ["900000000", "2796161600", "2796161600000"])  # delta s, epoch s, epoch ms
-def test_an_absurd_reset_holds_requests_no_longer_than_the_longest_wait_then_they_probe(reset: str) -> None:
-    wall = 1_796_161_600.0
-    budget = BudgetHeaders(("x-ratelimit",), max_wait=5.0).parse(
-        CaseSensitiveHeaders({"X-RateLimit-Limit": "200", "X-RateLimit-Remaining": "0",
-                              "X-RateLimit-Reset": reset}), wall)
+WALL = 1_796_161_600.0
+ABSURD_RESETS = ["900000000", "2796161600", "2796161600000"]  # delta s, epoch s, epoch ms: 10^9 s away
+
+
+def clamped(reader: BudgetReader, seq: int, at: float, remaining: int, reset: str = "900000000",
+            max_wait: float = 300.0) -> WindowReport:
+    """The report of an answer at ``at`` saying ``remaining`` of 200 are left until an absurd ``reset``."""
+    budget = BudgetHeaders(("x-ratelimit",), max_wait=max_wait).parse(
+        CaseSensitiveHeaders({"X-RateLimit-Limit": "200", "X-RateLimit-Remaining": str(remaining),
+                              "X-RateLimit-Reset": reset}), WALL + at)
     assert isinstance(budget, WindowBudget)
-    plan = Plan()
+    report = reader.read(budget, seq, at, WALL + at)
+    assert isinstance(report, WindowReport) and report.clamped
+    return report
+
+
+@pytest.mark.parametrize("reset", ABSURD_RESETS)
+def test_under_a_clamped_reset_what_is_left_goes_at_the_cap_not_spread_over_the_clamp(reset: str) -> None:
+    plan = Plan(CAP)
     plan.claim(0.0)
-    assert plan.accept(BudgetReader().read(budget, 1, 0.0, wall), 0.0)  # type: ignore[arg-type]
+    assert plan.accept(clamped(BudgetReader(), 1, 0.0, 199, reset), 0.0)
+    budget = plan.budget(0.0, CAP)
+    assert budget is not None and budget.pace == CAP  # not 199 over 300 s
+    times = send_until(plan, 1.0)
+    # 199 left less the margin (2 % of the quota, and SKEW for requests that reach the API out of order).
+    assert len(times) == 199 - 4 - SKEW
+    gaps = [b - a for a, b in zip([0.0, *times], times, strict=False)]
+    assert max(gaps) == pytest.approx(1 / CAP) and min(gaps) == pytest.approx(1 / CAP)  # at the cap, no faster
+    budget = plan.budget(times[-1], CAP)
+    assert budget is not None and budget.pace == 0 and budget.remaining == 0
+
+
+def test_a_spent_window_under_a_clamped_reset_is_probed_at_doubling_intervals() -> None:
+    # What one broken answer said, in every answer: nothing left, reset 10^9 s away (clamped to 300 s).
+    plan, reader = Plan(CAP), BudgetReader()
+    plan.claim(0.0)
+    plan.accept(clamped(reader, 1, 0.0, 0), 0.0)
+    probes, now = [], 0.0
+    while now < 1200:
+        seq, at = plan.claim(now)
+        if seq is not None:  # a probe; its answer, 10 ms later, says nothing is left again
+            probes.append(at)
+            plan.accept(clamped(reader, seq, at + 0.01, 0), at + 0.01)
+        now = at
+    # One probe after a second, each wait twice the one before, never beyond the clamped reset: about
+    # log2(300) probes in the first 300 s, then one per 300 s, not a stream.
+    gaps = [round(b - a, 6) for a, b in zip([0.0, *probes], probes, strict=False)]
+    assert gaps == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300], gaps
+
+
+def test_a_probes_answer_telling_of_room_resumes_the_crawl_at_the_cap() -> None:
+    plan, reader = Plan(CAP), BudgetReader()
+    plan.claim(0.0)
+    plan.accept(clamped(reader, 1, 0.0, 30), 0.0)
+    spent = send_until(plan, 0.5)
+    assert len(spent) == 30 - 4 - SKEW
+    seq, probe = plan.claim(spent[-1])
+    assert seq is None and probe == pytest.approx(spent[-1] + 1.0)  # asks again at the probe's time
+    seq, at = plan.claim(probe)
+    assert seq is not None and at == probe
+    plan.accept(clamped(reader, seq, probe + 0.01, 199), probe + 0.01)  # a new window
+    resumed = send_until(plan, probe + 1.0, start=probe + 0.01)
+    assert len(resumed) == 199 - 4 - SKEW
+    assert resumed[-1] - resumed[0] == pytest.approx((len(resumed) - 1) / CAP)
+    # Spent again: the next probe is a second after the last request, the doubling started afresh.
+    _seq, again = plan.claim(resumed[-1])
+    assert again == pytest.approx(resumed[-1] + 1.0)
+
+
+@pytest.mark.parametrize("reset", ABSURD_RESETS)
+def test_an_absurd_reset_is_probed_no_longer_than_the_longest_wait_then_forgotten(reset: str) -> None:
+    plan = Plan(CAP)
+    plan.claim(0.0)
+    assert plan.accept(clamped(BudgetReader(), 1, 0.0, 0, reset, max_wait=5.0), 0.0)
+    # No answer to the probes (lost): one after a second, the next two seconds later, then the clamped reset.
     times = send_until(plan, 5.1, start=0.1)
-    assert 5.0 <= times[0] <= 5.1  # the clamped reset, not years away
+    assert times[:3] == pytest.approx([1.0, 3.0, 5.005])
     # That window's end says nothing of the next one: no budget is known until an answer tells it
     # (the requests are probes again), rather than a window of 5 s assumed from the clamp.
     assert plan.report is None

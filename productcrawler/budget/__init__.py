@@ -34,5 +34,5 @@ if TYPE_CHECKING:
 def new_gate(client: AsyncClient | None, key: str, *, cap: float, stop: StopWatch, max_wait: float) -> BudgetGate:
     """The plan in this process without a client, else shared in Redis at ``key``; its waits end with ``stop``."""
     if client is None:
-        return LocalBudgetGate(stop=stop)
+        return LocalBudgetGate(stop=stop, cap=cap)
     return RedisBudgetGate(client, key=key, cap=cap, stop=stop, max_wait=max_wait)

@@ -62,6 +62,7 @@ class RedisBudgetGate:
         self.redis_calls: int = 0
         self._budget: Budget | None = None
         self._ahead = asyncio.Semaphore(AHEAD)
+        self._reported = asyncio.Event()  # set (and replaced) when this instance records a report
         self._error_logged: bool = False
         self._claim = client.register_script(CLAIM_SCRIPT)
         self._report = client.register_script(REPORT_SCRIPT)
@@ -78,10 +79,11 @@ class RedisBudgetGate:
         args = [repr(KEY_TTL), repr(plan.QUOTA_MARGIN), repr(plan.LEVEL_MARGIN),
                 repr(plan.LEAK_SAFETY), repr(plan.PROBE_INTERVAL),
                 repr(plan.RESET_MARGIN), repr(self.cap), repr(SKEW), repr(plan.HOLD),
-                repr(self.max_wait)]
+                repr(self.max_wait), repr(plan.FIRST_PROBE_WAIT)]
         async with self._ahead:
             while True:
                 self.stop.check()  # waiters behind a stopped one leave at once
+                reported = self._reported
                 try:
                     self.redis_calls += 1
                     reply = await self._claim(keys=[self.key], args=args)
@@ -92,10 +94,12 @@ class RedisBudgetGate:
                 server_now, at, seq, pace, left, reset_in = (float(value) for value in reply)
                 self._budget = (None if pace < 0 else
                                 Budget(pace, left, None if reset_in < 0 else reset_in))
-                # Not let through (seq -1): ask again then.
-                await self.stop.sleep(received + at - server_now - self.clock())
+                wait = received + at - server_now - self.clock()
                 if seq >= 0:
+                    await self.stop.sleep(wait)
                     return int(seq)
+                # Not let through: ask again then, or as soon as this instance records a newer answer.
+                await self.stop.wait_for(reported, wait)
 
     async def report(self, report: Report) -> None:
         age = max(0.0, self.clock() - report.observed_at)
@@ -111,7 +115,9 @@ class RedisBudgetGate:
                            - report.observed_at), int(report.clamped)]
         try:
             self.redis_calls += 1
-            await self._report(keys=[self.key], args=[repr(KEY_TTL), *values])
+            if await self._report(keys=[self.key], args=[repr(KEY_TTL), *values]):
+                self._reported.set()
+                self._reported = asyncio.Event()
             if self._budget is None:
                 self._budget = Budget(0.0, 0.0, None)  # the next call tells the shared figures
         except RedisError as exc:

@@ -35,7 +35,7 @@ if kind == 'w' then
     low, high = math.max(low, s_low), math.min(high, s_high)
   end
   redis.call('HSET', key, 'kind', 'w', 'rseq', seq, 'observed_at', fmt(observed), 'remaining', ARGV[5],
-    'reset_at', fmt(high), 'reset_lo', fmt(low), 'quota', ARGV[7], 'window', ARGV[8])
+    'reset_at', fmt(high), 'reset_lo', fmt(low), 'quota', ARGV[7], 'window', ARGV[8], 'clamped', ARGV[10])
 else
   -- An instance that has not measured the leak yet keeps the one another measured.
   local leak = ARGV[7]

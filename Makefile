@@ -2,8 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# pytest-xdist workers for the tests that do not measure time (see `test`).
-TEST_WORKERS ?= 2
+# pytest-xdist workers for the tests that do not measure time (see `test`): three keep two cores busy.
+TEST_WORKERS ?= 3
 
 .PHONY: demo test setup test-tools lint
 

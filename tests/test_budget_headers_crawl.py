@@ -126,7 +126,12 @@ def clamp_warnings(output: str) -> list[str]:
 def test_a_reset_in_epoch_milliseconds_is_read_as_one(budget_servers, instances, mysql_url, redis_prefix):
     end, arrivals, outputs = crawl(budget_servers, "x-ratelimit-ms", mysql_url, instances, redis_prefix)
     rejected = sum(status == 429 for _at, status, _id in arrivals)
-    assert rejected <= MAX_429_SHARE * len(arrivals), (rejected, len(arrivals))
+    first = min(at for at, _status, _id in arrivals)
+    when = [round(at - first, 2) for at, status, _id in arrivals if status == 429]
+    # When it fails (ci2 once, 584 of 1,584; never in 13 runs alone or under load), say when and what each
+    # instance's budget said.
+    said = [[line for line in output.splitlines() if "budget" in line][-6:] for output in outputs]
+    assert rejected <= MAX_429_SHARE * len(arrivals), (rejected, len(arrivals), when[:20], when[-5:], said)
     assert throughput(arrivals) >= MIN_BUDGET_SHARE * rate_of("x-ratelimit-ms"), throughput(arrivals)
     assert_all_stored(mysql_url, end)
     assert not any(clamp_warnings(output) for output in outputs)

@@ -2,8 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# pytest-xdist workers for the tests that do not measure time (see `test`): three keep two cores busy.
-TEST_WORKERS ?= 3
+# pytest-xdist workers for the tests that do not measure time (see `test`); 3 is faster, and flakier.
+TEST_WORKERS ?= 2
 
 .PHONY: demo test setup test-tools lint
 

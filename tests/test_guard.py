@@ -291,10 +291,13 @@ def test_ids_without_an_answer_among_products_do_not_stop_the_crawl(clean_simula
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Finished (finished)" in result.stderr and not log_lines(result.stderr, "ERROR")
     # The answers between them broke the streak: each is recorded failed.
-    assert mysql_query(mysql_url, "SELECT product_id, http_status, reason FROM crawl_failures "
-                                  "WHERE outcome = 'failed' ORDER BY product_id") == [
-        (product_id, None, "timeout") for product_id in hanging]
-    assert failed_reasons(result) == recorded_reasons(mysql_url) == {"timeout": len(hanging)}
+    # On a loaded host an id that does answer can miss the 0.3-s timeout too (ci3: 221, 256, 348): it is
+    # recorded the same way, and the crawl must not stop for it either.
+    failed = mysql_query(mysql_url, "SELECT product_id, http_status, reason FROM crawl_failures "
+                                    "WHERE outcome = 'failed' ORDER BY product_id")
+    assert {(product_id, None, "timeout") for product_id in hanging} <= set(failed), failed
+    assert all(row[1:] == (None, "timeout") for row in failed), failed
+    assert failed_reasons(result) == recorded_reasons(mysql_url) == {"timeout": len(failed)}
     stored = {r[0] for r in mysql_query(mysql_url, "SELECT product_id FROM products")}
     assert stored == {i for i in range(1, end + 1) if not catalog.is_missing(i)} - set(hanging)
 
